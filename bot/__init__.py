@@ -1,0 +1,1 @@
+"""deploybot core: parse -> probe -> plan -> launch -> follow, rendered to a Thread."""

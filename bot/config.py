@@ -1,0 +1,166 @@
+"""app.yaml (inventory and policies) and the secrets, which come from the environment only.
+
+`--config PATH` or `DEPLOYBOT_CONFIG` selects the file. Validation errors name the bad key
+(``hosts.CT129.port: Input should be a valid integer``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+HOST_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+#: Folder names of models: no separators that could escape models_dir, no shell metacharacters.
+MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
+
+
+class ConfigError(Exception):
+    """app.yaml is missing or invalid; the message names the bad key."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HostConfig(Strict):
+    address: str = "127.0.0.1"
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str | None = None
+    identity_file: str | None = None
+    #: Strict host key checking: the host's key must be in this file. No silent trust on first use.
+    known_hosts: str | None = None
+    python: str = "~/ml-env/bin/python3"
+    models_dir: str
+    log_dir: str = "~/deploybot-logs"
+    models: list[str] | None = None
+    transport: Literal["ssh", "local"] = "ssh"
+    #: Free-text description of the GPUs ("2x NVIDIA RTX A6000"); the probe is the truth, this helps the parser
+    #: answer "on both GPUs" before a probe ran.
+    gpus: str | None = None
+    #: Who may deploy here (Slack user IDs / channel IDs); empty = everyone allowed by the workspace.
+    allowed_users: list[str] = Field(default_factory=list)
+    allowed_channels: list[str] = Field(default_factory=list)
+    #: The bind address the server is given (`--host`); the endpoint posted uses `address`.
+    bind: str = "0.0.0.0"
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("models")
+    @classmethod
+    def _model_names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or []:
+            if not re.match(MODEL_NAME_PATTERN, name):
+                raise ValueError(f"model folder name {name!r} must match {MODEL_NAME_PATTERN}")
+        return value
+
+    @model_validator(mode="after")
+    def _ssh_needs_known_hosts(self) -> "HostConfig":
+        if self.transport == "ssh" and not self.known_hosts:
+            raise ValueError("an ssh host needs known_hosts (strict host key checking; keys are never trusted silently)")
+        return self
+
+    @property
+    def gpu_count(self) -> int | None:
+        if not self.gpus:
+            return None
+        match = re.match(r"\s*(\d+)\s*x", self.gpus)
+        return int(match.group(1)) if match else None
+
+
+ApprovalReason = Literal["fix_relaunch", "stop_foreign", "shared_gpus", "thin_margin"]
+
+
+class Policy(Strict):
+    approvers: list[str] = Field(default_factory=list)
+    self_approve: bool = False
+    approval_ttl_minutes: float = Field(default=30, gt=0)
+    #: Below this per-GPU margin a plan needs approval.
+    min_margin_gib: float = Field(default=2.0, ge=0)
+    require_approval_for: list[ApprovalReason] = Field(
+        default_factory=lambda: ["fix_relaunch", "stop_foreign", "shared_gpus", "thin_margin"]
+    )
+    port_range: tuple[int, int] = (30000, 30999)
+    #: Seconds to wait for a server to become ready before calling it stuck.
+    ready_timeout_s: float = Field(default=1800, gt=0)
+    #: Seconds between TERM and KILL when stopping.
+    stop_grace_s: float = Field(default=20, ge=0)
+
+
+class SlackConfig(Strict):
+    #: Where excerpts are batched: at most one excerpt message per interval.
+    excerpt_interval_s: float = Field(default=5.0, ge=0)
+    excerpt_max_lines: int = Field(default=12, ge=1, le=200)
+
+
+class AppConfig(Strict):
+    hosts: dict[str, HostConfig]
+    policy: Policy = Field(default_factory=Policy)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, value: dict[str, HostConfig]) -> dict[str, HostConfig]:
+        if not value:
+            raise ValueError("at least one host is needed")
+        for name in value:
+            if not re.match(HOST_NAME_PATTERN, name):
+                raise ValueError(f"host name {name!r} must match {HOST_NAME_PATTERN}")
+        return value
+
+
+class Secrets(BaseSettings):
+    """Secrets and endpoints from the environment, never from app.yaml."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    slack_bot_token: str | None = None
+    slack_signing_secret: str | None = None
+    slack_app_token: str | None = None
+    slack_api_url: str | None = None  # e.g. http://127.0.0.1:8999/api/ for a local Slack-compatible server
+    hf_token: str | None = None
+
+    def values(self) -> list[str]:
+        """The secret strings themselves, for redaction."""
+        return [v for v in (self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.hf_token) if v]
+
+
+def _format_validation_error(error: ValidationError, source: str) -> str:
+    lines = [f"{source} is invalid:"]
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        lines.append(f"  {key}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get("DEPLOYBOT_CONFIG") or "app.yaml")
+
+
+def load_config(path: str | Path | None = None) -> AppConfig:
+    config_path = Path(path) if path else default_config_path()
+    try:
+        raw = yaml.safe_load(config_path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {config_path} not found (use --config PATH or DEPLOYBOT_CONFIG)") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config_path} is not valid YAML: {exc}") from None
+    return parse_config(raw, str(config_path))
+
+
+def parse_config(raw: object, source: str = "config") -> AppConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source} must be a mapping with a 'hosts' key")
+    try:
+        return AppConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, source)) from None
+
+
+def expand(path: str) -> str:
+    """Expand ~ for paths on THIS machine (identity files, known_hosts); host paths are expanded on the host."""
+    return os.path.expanduser(path)

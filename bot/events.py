@@ -1,0 +1,122 @@
+"""Domain events the pipeline emits, and the Thread protocol each chat surface implements.
+
+The pipeline never talks to Slack or the terminal: it emits these, and a Thread renders them its own way.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Protocol, Union
+
+from pydantic import Field
+
+from bot.models import DeployRequest, Diagnosis, Frozen, HostFacts, LaunchPlan, ParseError, PlanFailure
+
+Step = Literal["parse", "probe", "plan", "approve", "launch", "ready", "stop"]
+
+
+class Parsed(Frozen):
+    kind: Literal["parsed"] = "parsed"
+    request: DeployRequest
+    note: str | None = None  # e.g. "reusing the plan of 2026-11-29 (deployment abc)"
+
+
+class ParseFailed(Frozen):
+    kind: Literal["parse_failed"] = "parse_failed"
+    error: ParseError
+
+
+class Probed(Frozen):
+    kind: Literal["probed"] = "probed"
+    facts: HostFacts
+    seconds: float
+
+
+class Planned(Frozen):
+    kind: Literal["planned"] = "planned"
+    plan: LaunchPlan
+
+
+class PlanRejected(Frozen):
+    kind: Literal["plan_rejected"] = "plan_rejected"
+    failure: PlanFailure
+
+
+class Launched(Frozen):
+    kind: Literal["launched"] = "launched"
+    deployment_id: str
+    pid: int
+    log_path: str
+    already_running: bool = False  # the launch record said it was launched before: nothing new started
+
+
+class LogExcerpt(Frozen):
+    kind: Literal["log_excerpt"] = "log_excerpt"
+    lines: list[str]
+    omitted: int = 0  # lines cut from this excerpt to keep it short
+
+
+class Ready(Frozen):
+    kind: Literal["ready"] = "ready"
+    endpoint: str
+    seconds: float
+    kv_tokens: int | None = None
+    measured: str | None = None  # "planned 25.9 GiB weights + 14.1 GiB KV per GPU; measured 41.2 GiB used"
+
+
+class Crashed(Frozen):
+    kind: Literal["crashed"] = "crashed"
+    exit_code: int | None = None
+    tail: list[str] = Field(default_factory=list)
+
+
+class Diagnosed(Frozen):
+    kind: Literal["diagnosed"] = "diagnosed"
+    diagnosis: Diagnosis
+
+
+class Stopped(Frozen):
+    kind: Literal["stopped"] = "stopped"
+    deployment_id: str
+    message: str
+
+
+class Info(Frozen):
+    kind: Literal["info"] = "info"
+    message: str
+    step: Step | None = None
+
+
+class Failed(Frozen):
+    """An error the user can act on that is not a parse or plan failure (host unreachable, refused, ...)."""
+
+    kind: Literal["failed"] = "failed"
+    message: str
+    step: Step | None = None
+
+
+Event = Annotated[
+    Union[
+        Parsed, ParseFailed, Probed, Planned, PlanRejected, Launched, LogExcerpt, Ready, Crashed, Diagnosed, Stopped,
+        Info, Failed,
+    ],
+    Field(discriminator="kind"),
+]
+
+
+class Thread(Protocol):
+    """Where a deployment's story is told: a Slack thread, the terminal, a test recorder."""
+
+    async def emit(self, event: Event) -> None: ...
+
+
+class RecordingThread:
+    """Keeps every event; used by tests and by surfaces that render afterwards."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list:
+        return [e for e in self.events if isinstance(e, kind)]
