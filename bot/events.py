@@ -5,6 +5,7 @@ The pipeline never talks to Slack or the terminal: it emits these, and a Thread 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal, Protocol, Union
 
 from pydantic import Field
@@ -80,6 +81,29 @@ class Stopped(Frozen):
     message: str
 
 
+class ApprovalRequested(Frozen):
+    """A risky action waits for an approver; the surface shows what would run and Approve/Deny."""
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    approval_id: str
+    action: Literal["launch", "relaunch", "stop"]
+    title: str
+    reasons: list[str]
+    plan: LaunchPlan | None = None
+    previous_argv: list[str] | None = None  # for a relaunch: what ran before (the surface shows the diff)
+    requested_by: str | None = None
+    expires_at: datetime
+
+
+class ApprovalDecided(Frozen):
+    kind: Literal["approval_decided"] = "approval_decided"
+    approval_id: str
+    decision: Literal["approved", "denied", "expired", "superseded"]
+    decided_by: str | None = None
+    decided_at: datetime
+    note: str | None = None
+
+
 class Info(Frozen):
     kind: Literal["info"] = "info"
     message: str
@@ -97,7 +121,7 @@ class Failed(Frozen):
 Event = Annotated[
     Union[
         Parsed, ParseFailed, Probed, Planned, PlanRejected, Launched, LogExcerpt, Ready, Crashed, Diagnosed, Stopped,
-        Info, Failed,
+        ApprovalRequested, ApprovalDecided, Info, Failed,
     ],
     Field(discriminator="kind"),
 ]

@@ -1,0 +1,31 @@
+# deploybot: `make demo` runs the main job on a simulated host; `make test` runs the tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup sshd demo test bench clean
+
+$(BIN)/deploybot: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+setup: $(BIN)/deploybot
+
+# The integration tests start a real OpenSSH sshd on loopback.
+sshd:
+	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssh-server openssh-client >/dev/null; }
+
+demo: setup
+	$(BIN)/deploybot demo
+
+test: setup sshd
+	$(BIN)/python -m pytest
+
+bench: setup sshd
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,354 @@
+"""The probe agent: sent to the host's engine python on stdin, run once, prints one JSON object.
+
+Self-contained on purpose (standard library, plus pynvml when the host has it): the host has only its engine env.
+Usage on the host: `python3 - '{"models_dir": "...", "model": "..."}' < probe_agent.py`.
+
+It answers, in one round trip: GPUs (NVML, else `nvidia-smi` CSV), processes on the GPUs with their command lines
+(recognising running sglang/vllm servers), listening TCP ports, the model folder (config.json, safetensors index
+total size, shard bytes), the models folder listing, installed engines and versions (from package metadata, without
+importing them: importing vllm takes many seconds), disk free, RAM, driver and CUDA versions, P2P between GPUs.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+
+MIB = 1024 * 1024
+
+
+def _gpus_nvml():
+    import pynvml  # noqa: PLC0415 - optional on the host
+
+    pynvml.nvmlInit()
+    try:
+        out = {"gpu_source": "nvml", "gpus": [], "gpu_processes": [], "p2p": {}}
+        out["driver_version"] = _text(pynvml.nvmlSystemGetDriverVersion())
+        try:
+            cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
+            out["cuda_version"] = "%d.%d" % (cuda // 1000, (cuda % 1000) // 10)
+        except Exception:  # noqa: BLE001 - older drivers lack it
+            pass
+        handles = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            handles.append(handle)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            gpu = {
+                "index": index,
+                "name": _text(pynvml.nvmlDeviceGetName(handle)),
+                "uuid": _text(pynvml.nvmlDeviceGetUUID(handle)),
+                "memory_total_bytes": int(mem.total),
+                "memory_used_bytes": int(mem.used),
+                "memory_free_bytes": int(mem.free),
+            }
+            try:
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+                gpu["compute_capability"] = "%d.%d" % (major, minor)
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                gpu["utilization_pct"] = int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                gpu["pci_bus_id"] = _text(pynvml.nvmlDeviceGetPciInfo(handle).busId)
+            except Exception:  # noqa: BLE001
+                pass
+            out["gpus"].append(gpu)
+            procs = []
+            for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+                try:
+                    procs.extend(getattr(pynvml, getter)(handle))
+                except Exception:  # noqa: BLE001
+                    pass
+            seen = set()
+            for proc in procs:
+                if proc.pid in seen:
+                    continue
+                seen.add(proc.pid)
+                used = getattr(proc, "usedGpuMemory", None)
+                out["gpu_processes"].append(
+                    {"pid": int(proc.pid), "gpu_index": index, "gpu_uuid": gpu["uuid"],
+                     "used_bytes": int(used) if isinstance(used, int) else None}
+                )
+        for i in range(len(handles)):
+            for j in range(i + 1, len(handles)):
+                try:
+                    status = pynvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], pynvml.NVML_P2P_CAPS_INDEX_READ)
+                    out["p2p"]["%d-%d" % (i, j)] = "ok" if status == pynvml.NVML_P2P_STATUS_OK else "not supported"
+                except Exception:  # noqa: BLE001
+                    pass
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+GPU_FIELDS = ["index", "name", "uuid", "memory.total", "memory.used", "memory.free", "utilization.gpu",
+              "compute_cap", "pci.bus_id", "driver_version"]
+
+
+def _csv(args):
+    done = subprocess.run(["nvidia-smi", *args, "--format=csv,noheader,nounits"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        raise RuntimeError("nvidia-smi exited %d: %s" % (done.returncode, done.stderr.strip()[:300]))
+    return [[c.strip() for c in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
+
+
+def _int_or_none(text):
+    try:
+        return int(float(text))
+    except (TypeError, ValueError):
+        return None
+
+
+def _gpus_smi():
+    out = {"gpu_source": "nvidia-smi", "gpus": [], "gpu_processes": [], "p2p": {}}
+    by_uuid = {}
+    for row in _csv(["--query-gpu=" + ",".join(GPU_FIELDS)]):
+        values = dict(zip(GPU_FIELDS, row))
+        gpu = {
+            "index": int(values["index"]),
+            "name": values["name"],
+            "uuid": values.get("uuid"),
+            "memory_total_bytes": int(float(values["memory.total"]) * MIB),
+            "memory_used_bytes": int(float(values["memory.used"]) * MIB),
+            "memory_free_bytes": int(float(values["memory.free"]) * MIB),
+            "utilization_pct": _int_or_none(values.get("utilization.gpu")),
+            "compute_capability": values.get("compute_cap") if values.get("compute_cap") not in (None, "[N/A]") else None,
+            "pci_bus_id": values.get("pci.bus_id"),
+        }
+        out["driver_version"] = values.get("driver_version")
+        out["gpus"].append(gpu)
+        by_uuid[gpu["uuid"]] = gpu["index"]
+    for row in _csv(["--query-compute-apps=pid,gpu_uuid,used_memory,process_name"]):
+        if len(row) < 3 or not row[0].isdigit():
+            continue
+        used = _int_or_none(row[2])
+        out["gpu_processes"].append({
+            "pid": int(row[0]), "gpu_uuid": row[1], "gpu_index": by_uuid.get(row[1]),
+            "used_bytes": used * MIB if used is not None else None,
+            "name": row[3] if len(row) > 3 else None,
+        })
+    return out
+
+
+def gpus():
+    errors = []
+    try:
+        return _gpus_nvml()
+    except Exception as exc:  # noqa: BLE001 - no driver, no pynvml: fall back
+        errors.append("NVML: %s" % exc)
+    if shutil.which("nvidia-smi"):
+        try:
+            return _gpus_smi()
+        except Exception as exc:  # noqa: BLE001
+            errors.append("nvidia-smi: %s" % exc)
+    else:
+        errors.append("nvidia-smi: not found")
+    return {"gpu_source": "none", "gpus": [], "gpu_processes": [], "gpu_error": "; ".join(errors)}
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return [part.decode(errors="replace") for part in handle.read().split(b"\0") if part]
+    except OSError:
+        return []
+
+
+def _user_and_start(pid):
+    try:
+        uid = os.stat("/proc/%d" % pid).st_uid
+        user = pwd.getpwuid(uid).pw_name
+    except (OSError, KeyError):
+        user = None
+    try:
+        started = os.stat("/proc/%d" % pid).st_mtime
+    except OSError:
+        started = None
+    return user, started
+
+
+def _flag(argv, *names):
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def recognise_server(argv):
+    """A running sglang / vllm server, from its command line."""
+    joined = " ".join(argv)
+    engine = None
+    if "sglang.launch_server" in joined or ("sglang" in joined and " serve" in joined):
+        engine = "sglang"
+    elif "vllm.entrypoints" in joined or ("vllm" in joined and " serve" in joined):
+        engine = "vllm"
+    if engine is None:
+        return None
+    model = _flag(argv, "--model-path", "--model")
+    if model is None and "serve" in argv:
+        after = argv[argv.index("serve") + 1:]
+        model = after[0] if after and not after[0].startswith("-") else None
+    port = _int_or_none(_flag(argv, "--port"))
+    tp = _int_or_none(_flag(argv, "--tp-size", "--tp", "--tensor-parallel-size", "-tp"))
+    return {"engine": engine, "model_path": model, "port": port, "tp": tp}
+
+
+def enrich_processes(processes):
+    for proc in processes:
+        argv = _cmdline(proc["pid"])
+        if argv:
+            proc["cmdline"] = " ".join(argv)[:2000]
+            proc["server"] = recognise_server(argv)
+            proc.setdefault("name", os.path.basename(argv[0]))
+        proc["user"], proc["started_at"] = _user_and_start(proc["pid"])
+    return processes
+
+
+def listening_ports():
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                next(handle)
+                for line in handle:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[3] == "0A":  # TCP_LISTEN
+                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            pass
+    return sorted(ports)
+
+
+def model_folder(models_dir, name):
+    path = os.path.join(models_dir, name)
+    folder = {"name": name, "path": path, "exists": os.path.isdir(path)}
+    if not folder["exists"]:
+        return folder
+    try:
+        with open(os.path.join(path, "config.json")) as handle:
+            folder["config"] = json.load(handle)
+    except (OSError, ValueError) as exc:
+        folder["config_error"] = "%s: %s" % (type(exc).__name__, exc)
+    try:
+        with open(os.path.join(path, "model.safetensors.index.json")) as handle:
+            total = json.load(handle).get("metadata", {}).get("total_size")
+            # A vendored index can be a stub with total_size 0: not a size.
+            folder["index_total_size"] = int(total) if total else None
+    except (OSError, ValueError):
+        pass
+    shard_bytes = 0
+    shard_count = 0
+    custom_code = False
+    for entry in os.scandir(path):
+        if entry.name.endswith(".safetensors"):
+            shard_bytes += entry.stat().st_size
+            shard_count += 1
+        elif entry.name.endswith(".py"):
+            custom_code = True
+    folder.update(shard_bytes=shard_bytes, shard_count=shard_count, has_custom_code=custom_code)
+    return folder
+
+
+def models_available(models_dir):
+    try:
+        return sorted(
+            entry.name for entry in os.scandir(models_dir)
+            if entry.is_dir() and os.path.exists(os.path.join(entry.path, "config.json"))
+        )
+    except OSError:
+        return []
+
+
+def engines():
+    from importlib import metadata  # noqa: PLC0415
+
+    found = {}
+    for name in ("sglang", "vllm"):
+        try:
+            found[name] = {"name": name, "version": metadata.version(name)}
+        except metadata.PackageNotFoundError:
+            pass
+        except Exception as exc:  # noqa: BLE001
+            found[name] = {"name": name, "error": str(exc)[:300]}
+    return found
+
+
+HELP_COMMANDS = {
+    "sglang": ["-m", "sglang.launch_server", "--help"],
+    "vllm": ["-m", "vllm.entrypoints.openai.api_server", "--help"],
+}
+
+
+def engine_help(names):
+    helps = {}
+    for name in names:
+        if name not in HELP_COMMANDS:
+            continue
+        try:
+            done = subprocess.run([sys.executable, *HELP_COMMANDS[name]], capture_output=True, text=True,
+                                  timeout=120, check=False)
+            helps[name] = done.stdout[-200000:]
+        except Exception as exc:  # noqa: BLE001
+            helps[name] = ""
+            sys.stderr.write("help of %s failed: %s\n" % (name, exc))
+    return helps
+
+
+def memory():
+    info = {}
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                key, value = line.split(":", 1)
+                if key in ("MemTotal", "MemAvailable"):
+                    info[key] = int(value.split()[0]) * 1024
+    except OSError:
+        pass
+    return info.get("MemTotal"), info.get("MemAvailable")
+
+
+def main():
+    args = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    if args.get("help_only"):
+        # Once per engine version: `--help` imports the engine (slow), so its answer is cached by the bot.
+        sys.stdout.write(json.dumps({"engine_help": engine_help(args["help_only"])}))
+        return
+    models_dir = os.path.expanduser(args.get("models_dir") or "~")
+    facts = {"hostname": os.uname().nodename, "home": os.path.expanduser("~"),
+             "python_version": sys.version.split()[0]}
+    facts.update(gpus())
+    enrich_processes(facts["gpu_processes"])
+    facts["listening_ports"] = listening_ports()
+    facts["models_available"] = models_available(models_dir)
+    if args.get("model"):
+        facts["model"] = model_folder(models_dir, args["model"])
+    facts["engines"] = engines()
+    if args.get("engine_help"):
+        facts["engine_help"] = engine_help(args["engine_help"])
+    try:
+        facts["disk_free_bytes"] = shutil.disk_usage(models_dir if os.path.isdir(models_dir) else "/").free
+    except OSError:
+        pass
+    facts["ram_total_bytes"], facts["ram_available_bytes"] = memory()
+    facts["probe_seconds"] = round(time.time() - START, 3)
+    sys.stdout.write(json.dumps(facts))
+
+
+START = time.time()
+
+if __name__ == "__main__":
+    main()

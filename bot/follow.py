@@ -1,0 +1,206 @@
+"""Follow a deployment: one long-running stream (the follow agent) -> excerpts, ready, crash.
+
+The stream carries log lines with their byte offsets, health changes and the engine's exit. The follower batches
+lines into short excerpts, reads healthy-path events (weights loaded, KV cache, ready, decode stats), decides
+ready (the health endpoint answers 200 and the engine said it is ready) or crashed (the process is gone), and keeps
+the byte offset in the store so that a restarted bot resumes exactly where it stopped.
+If the link to the host drops, it reconnects with backoff and resumes from the last offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bot.config import HostConfig
+from bot.events import LogExcerpt, Info, Thread
+from bot.logevents import DecodeStats, KvCacheAllocated, LogReader, ServerReady
+from bot.models import Deployment
+from bot.probe import agent_source
+from bot.remote import Remote, RemoteError
+from bot.store import Store
+from bot.tail import TAIL_BYTES
+
+log = logging.getLogger(__name__)
+
+#: After /health answers 200, how long we wait for the engine's own ready line before believing /health alone
+#: (a version may reword the line; /health 200 is the contract).
+READY_LINE_GRACE_S = 10.0
+
+
+@dataclass
+class FollowOutcome:
+    state: Literal["ready", "crashed", "lost"]
+    exit_code: int | None = None
+    seconds: float = 0.0
+    kv_tokens: int | None = None
+    last_decode: DecodeStats | None = None
+    lines_seen: int = 0
+
+
+@dataclass
+class ExcerptBatcher:
+    """Collects lines and releases them as short excerpts: at most one per interval, at most max_lines each."""
+
+    interval_s: float
+    max_lines: int
+    lines: list[str] = field(default_factory=list)
+    last_flush: float = 0.0
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def due(self, now: float) -> bool:
+        return bool(self.lines) and now - self.last_flush >= self.interval_s
+
+    def take(self, now: float) -> LogExcerpt | None:
+        if not self.lines:
+            return None
+        kept = self.lines[-self.max_lines:]
+        omitted = len(self.lines) - len(kept)
+        self.lines = []
+        self.last_flush = now
+        return LogExcerpt(lines=kept, omitted=omitted)
+
+
+class Follower:
+    def __init__(
+        self,
+        remote: Remote,
+        host: HostConfig,
+        store: Store,
+        thread: Thread,
+        deployment: Deployment,
+        *,
+        redact: Callable[[str], str],
+        excerpt_interval_s: float = 5.0,
+        excerpt_max_lines: int = 12,
+        ready_timeout_s: float = 1800.0,
+        reconnect_attempts: int = 8,
+        backoff_max_s: float = 15.0,
+    ) -> None:
+        self.remote = remote
+        self.host = host
+        self.store = store
+        self.thread = thread
+        self.dep = deployment
+        self.redact = redact
+        self.batcher = ExcerptBatcher(excerpt_interval_s, excerpt_max_lines)
+        self.reader = LogReader()
+        self.recent: deque[str] = deque(maxlen=400)
+        self.ready_timeout_s = ready_timeout_s
+        self.reconnect_attempts = reconnect_attempts
+        self.backoff_max_s = backoff_max_s
+        self.ready_line_seen = False
+        self.health_ok_since: float | None = None
+        self.kv_tokens: int | None = None
+        self.last_decode: DecodeStats | None = None
+        self.lines_seen = 0
+
+    def _agent_args(self) -> dict:
+        return {
+            "log_path": self.dep.log_path,
+            "offset": self.dep.log_offset,
+            "pid": self.dep.pid,
+            "exit_path": (self.dep.log_path or "").removesuffix(".log") + ".exit",
+            "port": self.dep.port,
+            "health_path": "/health",
+        }
+
+    async def _flush(self, now: float) -> None:
+        excerpt = self.batcher.take(now)
+        if excerpt is not None:
+            await self.thread.emit(excerpt)
+        # The offset is saved after the excerpt is out: a restart resumes after what was posted.
+        await self.store.save_deployment(self.dep)
+
+    async def run(self, *, until_ready: bool) -> FollowOutcome:
+        """Follow until ready (when until_ready) or until the engine ends; reconnect when the link drops."""
+        started = self.dep.created_at.timestamp()
+        failures = 0
+        while True:
+            try:
+                outcome = await self._stream_once(until_ready=until_ready, started=started)
+            except RemoteError as exc:
+                failures += 1
+                if failures > self.reconnect_attempts:
+                    await self._flush(time.time())
+                    await self.thread.emit(Info(message=f"lost the link to {self.dep.host} and could not get it back: {exc}"))
+                    return FollowOutcome(state="lost", lines_seen=self.lines_seen)
+                delay = min(self.backoff_max_s, 0.5 * 2 ** (failures - 1))
+                await self.thread.emit(Info(message=f"link to {self.dep.host} lost ({exc}); reconnecting in {delay:.1f} s, "
+                                                    f"resuming the log at byte {self.dep.log_offset}"))
+                await asyncio.sleep(delay)
+                continue
+            if outcome is not None:
+                return outcome
+            # The stream ended without an exit record (the agent was killed, sshd restarted): reconnect.
+            failures += 1
+            if failures > self.reconnect_attempts:
+                return FollowOutcome(state="lost", lines_seen=self.lines_seen)
+            await asyncio.sleep(min(self.backoff_max_s, 0.5 * 2 ** (failures - 1)))
+
+    async def _stream_once(self, *, until_ready: bool, started: float) -> FollowOutcome | None:
+        command = [self.host.python, "-", json.dumps(self._agent_args())]
+        async for raw in self.remote.stream(command, input=agent_source("follow_agent")):
+            try:
+                message = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            now = time.time()
+            kind = message.get("t")
+            if kind == "log":
+                self._on_line(message["l"])
+                self.dep.log_offset = int(message["o"])
+            elif kind == "health":
+                if message.get("s") == 200:
+                    self.health_ok_since = self.health_ok_since or now
+                else:
+                    self.health_ok_since = None
+            elif kind == "exit":
+                await self._flush(now)
+                return FollowOutcome(state="crashed", exit_code=message.get("code"), seconds=now - started,
+                                     kv_tokens=self.kv_tokens, last_decode=self.last_decode,
+                                     lines_seen=self.lines_seen)
+            if self.batcher.due(now):
+                await self._flush(now)
+            if self._is_ready(now):
+                await self._flush(now)
+                if until_ready:
+                    return FollowOutcome(state="ready", seconds=now - started, kv_tokens=self.kv_tokens,
+                                         last_decode=self.last_decode, lines_seen=self.lines_seen)
+            elif now - started > self.ready_timeout_s and self.dep.state != "ready":
+                await self._flush(now)
+                await self.thread.emit(Info(message=f"not ready after {self.ready_timeout_s:.0f} s; still following"))
+                self.ready_timeout_s = float("inf")
+        return None
+
+    def _on_line(self, line: str) -> None:
+        clean = self.redact(line)
+        self.lines_seen += 1
+        self.recent.append(clean)
+        self.batcher.add(clean)
+        for event in self.reader.feed(line):
+            if isinstance(event, ServerReady):
+                self.ready_line_seen = True
+            elif isinstance(event, KvCacheAllocated) and event.tokens:
+                self.kv_tokens = event.tokens
+            elif isinstance(event, DecodeStats):
+                self.last_decode = event
+
+    def _is_ready(self, now: float) -> bool:
+        if self.health_ok_since is None:
+            return False
+        return self.ready_line_seen or now - self.health_ok_since >= READY_LINE_GRACE_S
+
+
+async def fetch_tail(remote: Remote, log_path: str, max_bytes: int = TAIL_BYTES) -> str:
+    """The bounded end of a log on the host (never the whole file): one round trip."""
+    result = await remote.run(["tail", "-c", str(max_bytes), log_path], timeout=30)
+    return result.stdout

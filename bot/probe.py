@@ -1,0 +1,61 @@
+"""Probe a host in ONE round trip: the probe agent is sent to the host's engine python, which prints JSON."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from bot.config import HostConfig
+from bot.models import HostFacts
+from bot.remote import Remote, RemoteError
+
+AGENTS = Path(__file__).parent / "agents"
+
+
+class ProbeFailed(RemoteError):
+    """The probe ran but could not answer; the message says why."""
+
+
+@cache
+def agent_source(name: str) -> str:
+    return (AGENTS / f"{name}.py").read_text()
+
+
+async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeout: float = 120) -> dict:
+    """Run one of bot/agents/*.py on the host with its python, the script on stdin, args as one JSON argv value."""
+    result = await remote.run([python, "-", json.dumps(args)], input=agent_source(name), timeout=timeout)
+    if result.exit_status == 127:
+        raise ProbeFailed(f"{remote.host}: the engine python {python} was not found on the host (check `python:` in app.yaml)")
+    if result.exit_status != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        raise ProbeFailed(f"{remote.host}: {name} exited {result.exit_status}: " + " | ".join(tail))
+    try:
+        return json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise ProbeFailed(f"{remote.host}: {name} printed no JSON: {result.stdout[:300]!r}") from None
+
+
+async def probe(
+    remote: Remote,
+    host: str,
+    config: HostConfig,
+    *,
+    model: str | None = None,
+    engine_help: list[str] | None = None,
+) -> HostFacts:
+    args = {"models_dir": config.models_dir, "model": model, "engine_help": engine_help or []}
+    raw = await run_agent(remote, config.python, "probe_agent", args, timeout=300 if engine_help else 60)
+    raw.pop("probe_seconds", None)
+    try:
+        return HostFacts.model_validate({"host": host, **raw})
+    except ValidationError as exc:
+        raise ProbeFailed(f"{host}: the probe's answer did not validate: {exc}") from None
+
+
+async def fetch_engine_help(remote: Remote, config: HostConfig, engines: list[str]) -> dict[str, str]:
+    """Each engine's `--help` text (to validate flags before launch); slow, so callers cache it per version."""
+    raw = await run_agent(remote, config.python, "probe_agent", {"help_only": engines}, timeout=300)
+    return {name: text for name, text in raw.get("engine_help", {}).items() if isinstance(text, str)}

@@ -1,0 +1,240 @@
+"""Run commands on a host: over SSH (asyncssh, one pooled connection per host) or locally.
+
+Every command is an argv list; it becomes a shell string only here, at the last moment, through `remote_command`.
+Both transports go through `sh -c`-like semantics (sshd runs the command through the user's shell; the local
+transport runs `sh -c`), so a command behaves the same on either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import asyncssh
+from tenacity import (
+    AsyncRetrying,
+    RetryError,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from bot.config import HostConfig, expand
+
+log = logging.getLogger(__name__)
+
+
+class RemoteError(Exception):
+    """A host could not be reached or refused us; the message says what to do."""
+
+
+class HostUnreachable(RemoteError):
+    pass
+
+
+class HostKeyRejected(RemoteError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_status: int | None
+    stdout: str
+    stderr: str
+
+
+def remote_arg(arg: str) -> str:
+    """Quote one argument for a POSIX shell; a leading `~/` stays expandable (host paths in app.yaml use it)."""
+    if arg.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(arg[2:])
+    return shlex.quote(arg)
+
+
+def remote_command(argv: list[str]) -> str:
+    """The one place an argv becomes a shell string: every value quoted exactly once."""
+    if not argv:
+        raise ValueError("empty command")
+    return " ".join(remote_arg(a) for a in argv)
+
+
+class Remote(Protocol):
+    host: str
+
+    async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult: ...
+
+    def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]: ...
+
+    async def close(self) -> None: ...
+
+
+class LocalRemote:
+    """A host that is this machine (the demo, or a bot running on the GPU box itself)."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+
+    async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult:
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", remote_command(argv),
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(input.encode() if input is not None else None), timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise RemoteError(f"{self.host}: command timed out after {timeout:.0f} s") from None
+        return RunResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", remote_command(argv),
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            limit=1 << 20,
+        )
+        try:
+            if input is not None and proc.stdin is not None:
+                proc.stdin.write(input.encode())
+                await proc.stdin.drain()
+                proc.stdin.close()
+            assert proc.stdout is not None
+            async for raw in proc.stdout:
+                yield raw.decode(errors="replace").rstrip("\n")
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+    async def close(self) -> None:
+        return None
+
+
+#: Errors worth a retry: the network or the server, not our keys or our config.
+TRANSIENT_SSH_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncio.TimeoutError,
+    asyncssh.ConnectionLost,
+    asyncssh.DisconnectError,
+)
+
+
+class SshRemote:
+    """One pooled asyncssh connection per host; connect retried with exponential backoff (tenacity)."""
+
+    def __init__(self, host: str, config: HostConfig, *, connect_attempts: int = 4, backoff_max_s: float = 8.0) -> None:
+        self.host = host
+        self.config = config
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self._attempts = connect_attempts
+        self._backoff_max = backoff_max_s
+
+    async def _connect_once(self) -> asyncssh.SSHClientConnection:
+        cfg = self.config
+        return await asyncssh.connect(
+            cfg.address,
+            port=cfg.port,
+            username=cfg.user,
+            client_keys=[expand(cfg.identity_file)] if cfg.identity_file else None,
+            known_hosts=expand(cfg.known_hosts) if cfg.known_hosts else (),
+            connect_timeout=cfg.connect_timeout_s,
+            keepalive_interval=15,
+            keepalive_count_max=3,
+            agent_path=None,
+            # Our own config decides; never pick up ~/.ssh/config of whoever runs the bot.
+            config=[],
+        )
+
+    async def connection(self) -> asyncssh.SSHClientConnection:
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            try:
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception_type(TRANSIENT_SSH_ERRORS),
+                    stop=stop_after_attempt(self._attempts),
+                    wait=wait_exponential(multiplier=0.25, max=self._backoff_max),
+                    reraise=True,
+                ):
+                    with attempt:
+                        self._conn = await self._connect_once()
+            except asyncssh.HostKeyNotVerifiable as exc:
+                raise HostKeyRejected(
+                    f"{self.host}: the host key of {self.config.address}:{self.config.port} is not the one in "
+                    f"{self.config.known_hosts} ({exc.reason}). Refusing to connect: if the host was reinstalled, "
+                    f"verify its new key out of band and update known_hosts."
+                ) from None
+            except asyncssh.PermissionDenied as exc:
+                raise RemoteError(
+                    f"{self.host}: SSH login as {self.config.user} refused ({exc.reason}); check identity_file "
+                    f"and the host's authorized_keys"
+                ) from None
+            except (RetryError, *TRANSIENT_SSH_ERRORS) as exc:
+                raise HostUnreachable(
+                    f"{self.host}: cannot reach {self.config.address}:{self.config.port} after {self._attempts} "
+                    f"attempts ({type(exc).__name__}: {exc}). Is the host up and sshd running?"
+                ) from None
+            assert self._conn is not None
+            return self._conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.abort()
+        self._conn = None
+
+    async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult:
+        conn = await self.connection()
+        try:
+            result = await conn.run(remote_command(argv), input=input, timeout=timeout, check=False)
+        except asyncssh.TimeoutError:
+            raise RemoteError(f"{self.host}: command timed out after {timeout:.0f} s") from None
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+            self._drop()
+            raise HostUnreachable(f"{self.host}: connection lost ({exc})") from None
+        return RunResult(result.exit_status, str(result.stdout or ""), str(result.stderr or ""))
+
+    async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
+        conn = await self.connection()
+        try:
+            async with conn.create_process(remote_command(argv), stderr=asyncssh.DEVNULL) as proc:
+                if input is not None:
+                    proc.stdin.write(input)
+                    proc.stdin.write_eof()
+                async for line in proc.stdout:
+                    yield line.rstrip("\n")
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+            self._drop()
+            raise HostUnreachable(f"{self.host}: connection lost while streaming ({exc})") from None
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            await self._conn.wait_closed()
+            self._conn = None
+
+
+class RemotePool:
+    """One Remote per host name, created on first use."""
+
+    def __init__(self, hosts: dict[str, HostConfig]) -> None:
+        self._hosts = hosts
+        self._remotes: dict[str, Remote] = {}
+
+    def get(self, host: str) -> Remote:
+        if host not in self._remotes:
+            cfg = self._hosts[host]
+            self._remotes[host] = LocalRemote(host) if cfg.transport == "local" else SshRemote(host, cfg)
+        return self._remotes[host]
+
+    async def close(self) -> None:
+        for remote in self._remotes.values():
+            await remote.close()
+        self._remotes.clear()
