@@ -118,7 +118,7 @@ class Follower:
         if excerpt is not None:
             await self.thread.emit(excerpt)
         # The offset is saved after the excerpt is out: a restart resumes after what was posted.
-        await self.store.save_deployment(self.dep)
+        await self.store.update_deployment(self.dep.id, log_offset=self.dep.log_offset)
 
     async def run(self, *, until_ready: bool) -> FollowOutcome:
         """Follow until ready (when until_ready) or until the engine ends; reconnect when the link drops."""

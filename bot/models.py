@@ -307,7 +307,7 @@ class Diagnosis(Frozen):
 
 # --------------------------------------------------------------------------------------------- deployment
 
-DeploymentState = Literal["planned", "launching", "starting", "ready", "crashed", "stopped", "failed"]
+DeploymentState = Literal["planned", "launching", "starting", "ready", "stopping", "crashed", "stopped", "failed"]
 
 
 class Deployment(BaseModel):

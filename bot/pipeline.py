@@ -359,7 +359,7 @@ class Pipeline:
         outcome = await follower.run(until_ready=until_ready or dep.state != "ready")
         if outcome.state == "ready":
             dep.state, dep.ready_at = "ready", utcnow()
-            await self.store.save_deployment(dep)
+            await self.store.update_deployment(dep.id, state="ready", ready_at=dep.ready_at)
             measured = await self._measured(dep)
             host = self.host_config(dep.host)
             endpoint = f"http://{host.address}:{dep.port}"
@@ -374,6 +374,9 @@ class Pipeline:
                 return Outcome("ready", dep)
         if outcome.state == "lost":
             return Outcome("lost", dep, "lost the link to the host")
+        current = await self.store.get_deployment(dep.id)
+        if current is not None and current.state in ("stopping", "stopped"):
+            return Outcome("stopped", current, "stopped on request")  # an intended stop is not a crash
         return await self._crashed(dep, outcome.exit_code, thread, facts)
 
     async def _measured(self, dep: Deployment) -> str | None:
@@ -392,6 +395,7 @@ class Pipeline:
     async def _crashed(self, dep: Deployment, exit_code: int | None, thread: Thread,
                        facts: HostFacts | None) -> Outcome:
         dep.state, dep.exit_code = "crashed", exit_code
+        dep.log_offset = (await self.store.get_deployment(dep.id) or dep).log_offset
         tail = ""
         if dep.log_path:
             try:
@@ -493,6 +497,37 @@ class Pipeline:
                 await self._stop_one(old, thread, who)
         return await self.launch_and_follow(plan, thread, who, until_ready=until_ready, facts=facts)
 
+    # ------------------------------------------------------------------ resume after a restart of the bot
+
+    async def resume(self, dep: Deployment, thread: Thread, *, until_ready: bool = False) -> Outcome:
+        """Re-attach to a deployment the store says was launching, starting or ready.
+
+        A launch cut off mid-way is checked on the host first: the launch agent, given the same deployment id,
+        returns the existing launch record instead of starting a second server. Following resumes at the byte
+        offset saved after the last excerpt posted, so nothing is lost or posted twice; a server that died while
+        the bot was away is reported as crashed, with its diagnosis.
+        """
+        remote = self.remotes.get(dep.host)
+        if dep.pid is None or dep.log_path is None:
+            try:
+                record = await launch(remote, self.host_config(dep.host), dep.plan, dep.id)
+            except (LaunchFailed, RemoteError) as exc:
+                dep.state = "failed"
+                await self.store.save_deployment(dep)
+                await thread.emit(Failed(message=f"resume of {dep.id}: {exc}", step="launch"))
+                return Outcome("failed", dep, str(exc))
+            dep.pid, dep.log_path = record.pid, record.log_path
+            if not record.already_launched:
+                dep.log_offset = record.log_offset
+            dep.state = "starting"
+            await self.store.save_deployment(dep)
+            await thread.emit(Launched(deployment_id=dep.id, pid=record.pid, log_path=record.log_path,
+                                       already_running=record.already_launched))
+        await thread.emit(Info(message=f"resumed following {dep.model} on {dep.host} (PID {dep.pid}) "
+                                       f"from byte {dep.log_offset} of its log"))
+        await self.store.audit("resume", host=dep.host, deployment_id=dep.id, result=dep.state)
+        return await self.follow(dep, thread, until_ready=until_ready)
+
     # ------------------------------------------------------------------ stop, restart, status, logs
 
     async def _targets(self, request: DeployRequest) -> list[Deployment]:
@@ -522,14 +557,17 @@ class Pipeline:
     async def _stop_one(self, dep: Deployment, thread: Thread, who: Requester) -> Outcome:
         remote = self.remotes.get(dep.host)
         host = self.host_config(dep.host)
+        previous_state = dep.state
+        # Marked first: the follower that sees the process end must know it was asked to.
+        await self.store.update_deployment(dep.id, state="stopping")
         result = await stop(remote, host, key=dep.plan.deployment_key, pid=dep.pid, pgid=None,
                             grace_s=self.config.policy.stop_grace_s)
         # Confirm through the probe that the GPU memory was freed and the port closed.
         facts = await probe(remote, dep.host, host)
         still_on_gpu = [p for p in facts.gpu_processes if p.pid == dep.pid]
         port_open = dep.port in facts.listening_ports
-        dep.state = "stopped"
-        await self.store.save_deployment(dep)
+        dep.state = "stopped" if result.stopped else previous_state
+        await self.store.update_deployment(dep.id, state=dep.state)
         if result.stopped and not still_on_gpu and not port_open:
             how = "killed after the grace period" if result.killed else "stopped cleanly"
             freed = ", ".join(f"GPU {g.index} {g.memory_used_bytes / GIB:.1f} GiB used" for g in facts.gpus

@@ -83,7 +83,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
-ACTIVE_STATES: tuple[DeploymentState, ...] = ("planned", "launching", "starting", "ready")
+ACTIVE_STATES: tuple[DeploymentState, ...] = ("planned", "launching", "starting", "ready", "stopping")
 
 
 def default_db_path() -> Path:
@@ -152,6 +152,23 @@ class Store:
 
     async def save_deployment(self, dep: Deployment) -> None:
         await self._run(self.save_deployment_sync, dep)
+
+    def update_deployment_sync(self, deployment_id: str, **fields: Any) -> Deployment | None:
+        """Patch some fields atomically (read-modify-write under one lock), so that two writers (the follower
+        saving its log offset, a stop setting the state) never overwrite each other's fields."""
+        with self._lock:
+            rows = self._db.execute("SELECT data FROM deployments WHERE id = ?", (deployment_id,)).fetchall()
+            if not rows:
+                return None
+            dep = Deployment.model_validate_json(rows[0]["data"])
+            updated = dep.model_copy(update={**fields, "updated_at": datetime.now(timezone.utc)})
+            Deployment.model_validate(updated.model_dump())  # fields are validated like any other write
+            self._db.execute("UPDATE deployments SET state = ?, updated_at = ?, data = ? WHERE id = ?",
+                             (updated.state, updated.updated_at.isoformat(), updated.model_dump_json(), deployment_id))
+            return updated
+
+    async def update_deployment(self, deployment_id: str, **fields: Any) -> Deployment | None:
+        return await self._run(lambda: self.update_deployment_sync(deployment_id, **fields))
 
     def get_deployment_sync(self, deployment_id: str) -> Deployment | None:
         rows = self._query("SELECT data FROM deployments WHERE id = ?", (deployment_id,))

@@ -1,0 +1,327 @@
+"""A deployment's Slack thread: the `bot.events.Thread` that tells the story in Slack.
+
+Layout: a parent message in the channel (who asked, what), and in its thread ONE status message, updated in place
+as steps complete (chat.update), followed by replies: batched log excerpts, the ready line, a diagnosis with its
+approval buttons, errors.
+
+Log excerpts are rate-limited: at most one excerpt message per `SlackConfig.excerpt_interval_s`, each with at most
+`excerpt_max_lines` lines (the newest); what is left out is counted in the message ("… 13 lines cut"). A background
+"pump" task sends them, so `emit` never waits on the interval.
+
+Every event is redacted before it is rendered (so a cut can never leave half a secret), and every string of every
+outgoing payload is redacted once more at the door.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import Any, Awaitable, Callable
+
+import aiohttp
+from pydantic import TypeAdapter, ValidationError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import Block
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import SlackConfig
+from bot.events import (
+    Crashed,
+    Diagnosed,
+    Event,
+    Failed,
+    Info,
+    LogExcerpt,
+    ParseFailed,
+    PlanRejected,
+    Ready,
+    Stopped,
+)
+from bot.models import Diagnosis
+from handlers.slack.render import (
+    ApprovalView,
+    StatusBoard,
+    approval_blocks,
+    approval_text,
+    diagnosis_blocks,
+    diagnosis_text,
+    escape,
+    excerpt_blocks,
+    parse_error_text,
+    plan_failure_blocks,
+    ready_text,
+    status_blocks,
+    status_text,
+)
+
+log = logging.getLogger(__name__)
+
+Redactor = Callable[[str], str]
+#: Called with (thread_ts, status_ts) once they are known or change, so the store can keep them.
+TsCallback = Callable[[str, str], Awaitable[None] | None]
+#: Asked when a diagnosis arrives: the approval to show under it (the pipeline creates it), or None.
+ApprovalLookup = Callable[[Diagnosis], Awaitable[ApprovalView | None]]
+
+_EVENT = TypeAdapter(Event)
+#: chat.update errors after which the status message is posted anew instead (someone deleted it, or it is too old).
+_STATUS_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
+#: Failures of delivery that must not stop a deployment: they are logged and kept in `delivery_errors`.
+_DELIVERY_ERRORS = (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError)
+
+
+def _redact_tree(value: Any, redact: Redactor) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redact_tree(item, redact) for item in value]
+    if isinstance(value, dict):
+        return {key: _redact_tree(item, redact) for key, item in value.items()}
+    return value
+
+
+def redact_event(event: Event, redact: Redactor) -> Event:
+    """The event with every string redacted (log lines, messages, evidence, paths...)."""
+    data = event.model_dump(mode="json")
+    clean = _redact_tree(data, redact)
+    if clean == data:
+        return event
+    try:
+        return _EVENT.validate_python(clean)
+    except ValidationError:
+        # Redaction broke a field's own rule (a pattern): keep the event; the payload is still redacted at the door.
+        log.warning("redacted %s event no longer validates; relying on payload redaction", event.kind)
+        return event
+
+
+class SlackThread:
+    """Implements bot.events.Thread for one deployment in one Slack channel."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        *,
+        thread_ts: str | None = None,
+        status_ts: str | None = None,
+        config: SlackConfig,
+        redact: Redactor = lambda s: s,
+        on_ts: TsCallback | None = None,
+        board: StatusBoard | None = None,
+        approval_for: ApprovalLookup | None = None,
+    ) -> None:
+        self.client = client
+        self.channel = channel
+        self.thread_ts = thread_ts
+        self.status_ts = status_ts
+        self.board = board or StatusBoard()
+        self.delivery_errors: list[str] = []
+        self._config = config
+        self._redact = redact
+        self._on_ts = on_ts
+        self._approval_for = approval_for
+        self._status_lock = asyncio.Lock()
+        # Excerpt batching: lines waiting, lines already cut upstream, when the last excerpt went out.
+        self._pending_lines: list[str] = []
+        self._pending_cut = 0
+        self._last_excerpt_at: float | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._send_now = asyncio.Event()
+        self._crash_tail: list[str] | None = None
+
+    # ----------------------------------------------------------------------------------------- public API
+
+    async def start(self, parent_text: str) -> None:
+        """Post the parent message (unless the thread exists already) and the status message in its thread."""
+        if self.thread_ts is None:
+            response = await self.client.chat_postMessage(channel=self.channel, text=self._redact(parent_text))
+            self.channel = response["channel"]  # a channel name given in becomes its ID
+            self.thread_ts = response["ts"]
+        if self.status_ts is None:
+            await self._post_status()
+        else:
+            await self._update_status()
+
+    async def emit(self, event: Event) -> None:
+        """Render one pipeline event. Slack failures are logged and kept in `delivery_errors`, never raised:
+        a deployment must not stop because a message could not be delivered."""
+        self._require_thread()
+        event = redact_event(event, self._redact)
+        before = self.board.model_dump()
+        self.board.apply(event)
+        if self.board.model_dump() != before:
+            try:
+                await self._update_status()
+            except _DELIVERY_ERRORS as exc:
+                self._delivery_failed(f"status after {event.kind}: {exc}")
+        try:
+            await self._reply_for(event)
+        except _DELIVERY_ERRORS as exc:
+            self._delivery_failed(f"{event.kind}: {exc}")
+
+    async def flush(self) -> None:
+        """Send the excerpts still waiting (end of a deployment), and a crash's last lines if no diagnosis came."""
+        await self._drain_excerpts()
+        if self._crash_tail:
+            tail, self._crash_tail = self._crash_tail, None
+            lines = tail[-self._config.excerpt_max_lines :]
+            try:
+                await self.post("last lines before the crash", excerpt_blocks(lines, len(tail) - len(lines)))
+            except _DELIVERY_ERRORS as exc:
+                self._delivery_failed(f"crash tail: {exc}")
+
+    async def post(self, text: str, blocks: list[Block] | None = None) -> str:
+        """A reply in the thread (text is mrkdwn: escape what users or logs wrote); returns its ts. Raises
+        SlackApiError when Slack refuses it."""
+        self._require_thread()
+        response = await self.client.chat_postMessage(
+            channel=self.channel, thread_ts=self.thread_ts, **self._payload(text, blocks)
+        )
+        return response["ts"]
+
+    async def update(self, ts: str, text: str, blocks: list[Block] | None = None) -> None:
+        """Replace a message of this thread (an approval once decided, ...)."""
+        await self.client.chat_update(channel=self.channel, ts=ts, **self._payload(text, blocks))
+
+    async def post_approval(self, view: ApprovalView) -> str:
+        return await self.post(approval_text(view), approval_blocks(view))
+
+    async def update_approval(self, ts: str, view: ApprovalView) -> None:
+        await self.update(ts, approval_text(view), approval_blocks(view))
+
+    async def post_diagnosis(self, diagnosis: Diagnosis, approval: ApprovalView | None = None) -> str:
+        return await self.post(diagnosis_text(diagnosis), diagnosis_blocks(diagnosis, approval=approval))
+
+    # ----------------------------------------------------------------------------------------- replies
+
+    async def _reply_for(self, event: Event) -> None:
+        if isinstance(event, LogExcerpt):
+            self._queue_excerpt(event)
+            return
+        if isinstance(event, Crashed):
+            await self._drain_excerpts()
+            self._crash_tail = list(event.tail) or None
+            return
+        if isinstance(event, Diagnosed):
+            await self._drain_excerpts()
+            self._crash_tail = None  # the diagnosis quotes its evidence
+            approval = await self._approval_for(event.diagnosis) if self._approval_for else None
+            await self.post_diagnosis(event.diagnosis, approval)
+            return
+        reply = self._reply_text(event)
+        if reply is not None:
+            text, blocks = reply
+            await self._drain_excerpts()  # earlier log lines come before what follows them
+            await self.post(text, blocks)
+
+    def _reply_text(self, event: Event) -> tuple[str, list[Block] | None] | None:
+        if isinstance(event, Ready):
+            text = "✅ " + escape(ready_text(event))
+            if event.measured:
+                text += f"\n_{escape(event.measured)}_"
+            return text, None
+        if isinstance(event, ParseFailed):
+            return parse_error_text(event.error), None
+        if isinstance(event, PlanRejected):
+            return f"Plan rejected: {escape(event.failure.reason)}", plan_failure_blocks(event.failure)
+        if isinstance(event, Failed):
+            return f"❌ {escape(event.message)}", None
+        if isinstance(event, Stopped):
+            return f"⏹️ {escape(event.message)}", None
+        if isinstance(event, Info):
+            return f"ℹ️ {escape(event.message)}", None
+        return None  # Parsed, Probed, Planned, Launched: the status message says it all
+
+    # ----------------------------------------------------------------------------------------- status message
+
+    async def _post_status(self) -> None:
+        response = await self.client.chat_postMessage(
+            channel=self.channel, thread_ts=self.thread_ts, **self._payload(status_text(self.board), status_blocks(self.board))
+        )
+        self.status_ts = response["ts"]
+        await self._notify_ts()
+
+    async def _update_status(self) -> None:
+        # Rendered inside the lock, so whichever update goes last carries the newest board.
+        async with self._status_lock:
+            if self.status_ts is None:
+                await self._post_status()
+                return
+            try:
+                await self.client.chat_update(
+                    channel=self.channel, ts=self.status_ts, **self._payload(status_text(self.board), status_blocks(self.board))
+                )
+            except SlackApiError as exc:
+                if exc.response.get("error") not in _STATUS_GONE:
+                    raise
+                log.warning("status message %s is gone (%s); posting a new one", self.status_ts, exc.response["error"])
+                await self._post_status()
+
+    async def _notify_ts(self) -> None:
+        if self._on_ts is None or self.thread_ts is None or self.status_ts is None:
+            return
+        result = self._on_ts(self.thread_ts, self.status_ts)
+        if inspect.isawaitable(result):
+            await result
+
+    # ----------------------------------------------------------------------------------------- excerpts
+
+    def _queue_excerpt(self, event: LogExcerpt) -> None:
+        self._pending_lines.extend(event.lines)
+        self._pending_cut += event.omitted
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.create_task(self._excerpt_pump(), name="slack-excerpt-pump")
+
+    async def _excerpt_pump(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._pending_lines or self._pending_cut:
+            if self._last_excerpt_at is not None and not self._send_now.is_set():
+                delay = self._last_excerpt_at + self._config.excerpt_interval_s - loop.time()
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(self._send_now.wait(), delay)
+                    except asyncio.TimeoutError:
+                        pass
+            await self._send_excerpt()
+
+    async def _send_excerpt(self) -> None:
+        lines, cut = self._pending_lines, self._pending_cut
+        self._pending_lines, self._pending_cut = [], 0  # lines arriving during the send wait for the next one
+        keep = self._config.excerpt_max_lines
+        if len(lines) > keep:
+            cut += len(lines) - keep
+            lines = lines[-keep:]
+        self._last_excerpt_at = asyncio.get_running_loop().time()
+        try:
+            await self.post(f"log: {len(lines)} lines", excerpt_blocks(lines, cut))
+        except _DELIVERY_ERRORS as exc:
+            self._delivery_failed(f"log excerpt of {len(lines)} lines: {exc}")
+
+    async def _drain_excerpts(self) -> None:
+        """Send what is waiting now, ignoring the interval, and wait until it went out."""
+        if not (self._pending_lines or self._pending_cut) and (self._pump is None or self._pump.done()):
+            return
+        self._send_now.set()
+        try:
+            if self._pump is None or self._pump.done():
+                self._pump = asyncio.create_task(self._excerpt_pump(), name="slack-excerpt-pump")
+            await self._pump
+        finally:
+            self._send_now.clear()
+
+    # ----------------------------------------------------------------------------------------- helpers
+
+    def _payload(self, text: str, blocks: list[Block] | None) -> dict[str, Any]:
+        """The message body, every string redacted (the last guard: nothing secret leaves, whatever rendered it)."""
+        payload: dict[str, Any] = {"text": self._redact(text)}
+        if blocks is not None:
+            payload["blocks"] = _redact_tree([block.to_dict() for block in blocks], self._redact)
+        return payload
+
+    def _require_thread(self) -> None:
+        if self.thread_ts is None:
+            raise RuntimeError("SlackThread.start() must run before messages can go into the thread")
+
+    def _delivery_failed(self, what: str) -> None:
+        log.warning("could not deliver to Slack channel %s: %s", self.channel, what)
+        self.delivery_errors.append(what)
