@@ -1,0 +1,1 @@
+__version__ = "0.5.10"  # rewritten by build_sim_host

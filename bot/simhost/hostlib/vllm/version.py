@@ -1,0 +1,1 @@
+__version__ = "0.17.1"  # rewritten by build_sim_host
