@@ -23,13 +23,14 @@ from bot.store import Store
 from handlers.console import ConsoleApprover, ConsoleThread
 
 HEALTHY_REQUEST = "start Qwen3.6-27B on CT129 with stock MTP"
-CRASH_REQUEST = "start Qwen3-32B on CT129 port 30100"
-#: A real SGLang log from a public issue: the KV cache did not fit after the weights loaded.
-CRASH_SCENARIO = "crash:sglang-018"
+CRASH_REQUEST = "start Qwen3.6-27B on CT129 with stock MTP"
+#: A real SGLang log from a public issue (docker-compose prefixes and all): the KV cache did not fit after the
+#: weights loaded.
+CRASH_SCENARIO = "crash:sglang-015"
 
 
 class TeeThread:
-    """Prints like the console and keeps the events, so the demo can check what happened."""
+    """Prints like the console and keeps the events (handy when extending the demo with checks)."""
 
     def __init__(self, console: Console) -> None:
         self.console_thread = ConsoleThread(console)
@@ -64,6 +65,7 @@ async def run_demo(workdir: Path | None = None) -> int:
             console.print(f"[bold]outcome:[/] {healthy.state} (exit code {healthy.exit_code}) "
                           f"in {time.perf_counter() - started:.1f} s")
             ok &= healthy.state == "ready"
+            await pipeline.handle_text("stop Qwen3.6-27B on CT129", ConsoleThread(console), Requester(user="demo"))
 
             console.print(Rule(f"2. a crash: {CRASH_REQUEST!r} (the engine replays a real SGLang crash log)"))
             sim.set_scenario(CRASH_SCENARIO)
@@ -72,10 +74,8 @@ async def run_demo(workdir: Path | None = None) -> int:
             console.print(f"[bold]outcome:[/] {crashed.state} (exit code {crashed.exit_code})")
             ok &= crashed.state == "crashed"
 
-            console.print(Rule("3. clean up: stop what the demo started"))
-            sim.set_scenario("healthy")
-            await pipeline.handle_text("stop everything on CT129", ConsoleThread(console), Requester(user="demo"))
         finally:
+            sim.terminate_processes()
             await pipeline.close()
             store.close()
         console.print(Rule("demo " + ("passed" if ok else "FAILED")))

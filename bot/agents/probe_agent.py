@@ -273,6 +273,27 @@ def models_available(models_dir):
         return []
 
 
+def _source_version(name):
+    """Version of a package present without install metadata (a source checkout on PYTHONPATH), read from its
+    source text: importing the engine would take seconds (vllm imports torch)."""
+    import importlib.util  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = list(spec.submodule_search_locations)[0]
+    for candidate in ("version.py", "_version.py", "__init__.py"):
+        try:
+            with open(os.path.join(folder, candidate)) as handle:
+                match = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", handle.read())
+        except OSError:
+            continue
+        if match:
+            return match.group(1)
+    return "unknown"
+
+
 def engines():
     from importlib import metadata  # noqa: PLC0415
 
@@ -281,7 +302,13 @@ def engines():
         try:
             found[name] = {"name": name, "version": metadata.version(name)}
         except metadata.PackageNotFoundError:
-            pass
+            try:
+                version = _source_version(name)
+            except Exception as exc:  # noqa: BLE001
+                found[name] = {"name": name, "error": str(exc)[:300]}
+                continue
+            if version is not None:
+                found[name] = {"name": name, "version": version}
         except Exception as exc:  # noqa: BLE001
             found[name] = {"name": name, "error": str(exc)[:300]}
     return found
