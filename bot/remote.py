@@ -63,6 +63,7 @@ def remote_command(argv: list[str]) -> str:
 
 class Remote(Protocol):
     host: str
+    round_trips: int
 
     async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult: ...
 
@@ -76,8 +77,10 @@ class LocalRemote:
 
     def __init__(self, host: str) -> None:
         self.host = host
+        self.round_trips = 0  # commands run (run or stream): the pipeline's cost in host round trips
 
     async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult:
+        self.round_trips += 1
         proc = await asyncio.create_subprocess_exec(
             "sh", "-c", remote_command(argv),
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
@@ -93,6 +96,7 @@ class LocalRemote:
         return RunResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
     async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
+        self.round_trips += 1
         proc = await asyncio.create_subprocess_exec(
             "sh", "-c", remote_command(argv),
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
@@ -136,6 +140,8 @@ class SshRemote:
         self._lock = asyncio.Lock()
         self._attempts = connect_attempts
         self._backoff_max = backoff_max_s
+        self.round_trips = 0  # commands run over the pooled connection (run or stream)
+        self.connects = 0  # SSH connections opened (1 unless the link dropped)
 
     async def _connect_once(self) -> asyncssh.SSHClientConnection:
         cfg = self.config
@@ -166,6 +172,7 @@ class SshRemote:
                 ):
                     with attempt:
                         self._conn = await self._connect_once()
+                        self.connects += 1
             except asyncssh.HostKeyNotVerifiable as exc:
                 raise HostKeyRejected(
                     f"{self.host}: the host key of {self.config.address}:{self.config.port} is not the one in "
@@ -192,6 +199,7 @@ class SshRemote:
 
     async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult:
         conn = await self.connection()
+        self.round_trips += 1
         try:
             result = await conn.run(remote_command(argv), input=input, timeout=timeout, check=False)
         except asyncssh.TimeoutError:
@@ -203,6 +211,7 @@ class SshRemote:
 
     async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
         conn = await self.connection()
+        self.round_trips += 1
         try:
             async with conn.create_process(remote_command(argv), stderr=asyncssh.DEVNULL) as proc:
                 if input is not None:
