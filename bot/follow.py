@@ -92,7 +92,7 @@ class Follower:
         self.dep = deployment
         self.redact = redact
         self.batcher = ExcerptBatcher(excerpt_interval_s, excerpt_max_lines)
-        self.reader = LogReader()
+        self.reader = LogReader(engine=deployment.engine)
         self.recent: deque[str] = deque(maxlen=400)
         self.ready_timeout_s = ready_timeout_s
         self.reconnect_attempts = reconnect_attempts

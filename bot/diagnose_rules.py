@@ -1,0 +1,370 @@
+"""The diagnoser's knowledge, as data: which engine messages mean which cause.
+
+Every pattern is written from the engines' own error messages (SGLang, vLLM, PyTorch, NCCL, huggingface_hub,
+Triton/ninja, argparse, the kernel), not from any one log file: see shared/engines/*-log-lines.md and the issue
+threads those messages come from. To teach the diagnoser a new cause, add a ``Rule``; to teach it a new wording of a
+known cause, widen a pattern. Patterns run against the message with its prefixes removed
+(``bot.logevents.normalize_line``).
+
+How a rule is chosen (bot/diagnose.py): the highest ``priority`` wins; among equals, the earliest line (the root
+cause comes before its consequences). Lines an engine logged at INFO/WARNING only count for rules marked
+``any_level``. Lines matching ``FRAMING`` are consequences (a child died, the engine core failed to start) and never
+a cause. A CUDA out-of-memory error (category ``OOM``) is given its category by the phase it happened in (weights,
+KV cache, CUDA graph capture, serving), read from the traceback frames and log lines around it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
+OOM = "@oom"
+
+#: How far (lines) the phase of an OOM is looked for: above it (its traceback and the log before), and below it
+#: (Ray and multi-process logs interleave, so the phase line can follow the error).
+PHASE_LOOKBACK = 80
+PHASE_LOOKAHEAD = 8
+#: How far above a line a rule's ``context`` must be found.
+CONTEXT_LINES = 12
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    category: str  # an id of shared/corpus/TAXONOMY.md, "other" for a known cause outside it, or OOM
+    pattern: re.Pattern[str]
+    priority: int
+    confidence: float
+    cause: str  # one line; "{0}", "{1}"... are the pattern's groups ("?" when absent)
+    kind: str | None = None  # a finer reason the advice depends on ("raise", "lower", "context", "p2p", ...)
+    any_level: bool = False  # also match lines logged at INFO/WARNING (NCCL WARN, Ray's worker-died warning, ...)
+    exclude: re.Pattern[str] | None = None  # the same line matching this is not a hit (harmless variants)
+    context: re.Pattern[str] | None = None  # must be seen within CONTEXT_LINES above the line
+
+
+def _r(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+#: Engines report optional imports that failed and carry on (SGLang: "Ignore import error when loading
+#: sglang.srt.models.x: No module named ..."; "torchcodec is not installed; audio inputs will fail at request time").
+OPTIONAL_IMPORT = _r(r"Ignore import error|will fail at request time|fall(?:ing)? ?back|\boptional\b"
+                     r"|is not installed,? (?:so|using|skipping)")
+
+
+RULES: tuple[Rule, ...] = (
+    # ------------------------------------------------------------------ arguments (fail before anything runs)
+    Rule("argparse_unrecognized", "bad_argument", _r(r"error: unrecognized arguments?: (.+)"), 90, 0.95,
+         "the engine does not know the argument(s) {0}"),
+    Rule("argparse_invalid", "bad_argument",
+         _r(r"error: argument (--?[\w-]+)(?:/--?[\w-]+)*: (invalid choice: .+|expected .+|invalid \w+ value: .+)"),
+         90, 0.95, "invalid value for {0}: {1}"),
+    Rule("argparse_required", "bad_argument", _r(r"error: the following arguments are required: (.+)"), 90, 0.95,
+         "missing required argument(s): {0}"),
+    Rule("argparse_ambiguous", "bad_argument", _r(r"error: ambiguous option: (--?[\w-]+)"), 90, 0.9,
+         "ambiguous (abbreviated) option {0}"),
+    Rule("quantization_arg_mismatch", "bad_argument",
+         _r(r"Quantization method specified in the model config \((\w+)\) does not match the quantization method "
+            r"specified in the .?quantization.? argument \(([\w-]+)\)"),
+         85, 0.9, "--quantization {1} contradicts the checkpoint's own quantization ({0})", kind="quantization_arg"),
+    Rule("incompatible_flags", "bad_argument",
+         _r(r"(--[\w-]+)[^\n]{0,120}\b(?:cannot be used (?:together )?with|is not compatible with|is incompatible "
+            r"with|are mutually exclusive)\b[^\n]{0,80}"),
+         55, 0.7, "incompatible flags ({0} and another option)",
+         exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
+    # ------------------------------------------------------------------ port
+    Rule("address_in_use", "port_in_use",
+         _r(r"address already in use|EADDRINUSE|\[Errno 98\]|Only one usage of each socket address"
+            r"|port \d+ is (?:already )?in use|port \d+ is not available"),
+         80, 0.9, "the port is already taken by another process"),
+    # ------------------------------------------------------------------ tensor parallel divisibility
+    Rule("heads_not_divisible", "tp_not_divisible",
+         _r(r"Total number of (?:attention|key[ _-]value) heads \((\d+)\) must be divisible by tensor parallel "
+            r"size \((\d+)\)"),
+         80, 0.95, "{0} attention heads are not divisible by TP {1}", kind="heads"),
+    Rule("block_not_divisible", "tp_not_divisible",
+         _r(r"=\s*(\d+) is not divisible by weight quantization block_[nk](?:\s*=\s*(\d+))?|is not divisible by "
+            r"weight quantizatio"),
+         80, 0.9, "at this TP the per-GPU weight slice ({0}) is not a multiple of the quantization block ({1})",
+         kind="block"),
+    Rule("generic_not_divisible", "tp_not_divisible",
+         _r(r"\b(\d+) is not divisible by (\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp)"
+            r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"),
+         75, 0.85, "a model dimension ({0}) is not divisible by the tensor-parallel size ({1})", kind="heads"),
+    # ------------------------------------------------------------------ model support
+    Rule("architecture_not_supported", "unsupported_architecture",
+         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,40}? (?:are|is) not supported"),
+         80, 0.9, "this engine version does not support the architecture {0}"),
+    Rule("transformers_unknown_model_type", "transformers_too_old",
+         _r(r"model type [`'\"]?([\w.-]+)[`'\"]? but Transformers does not recognize this architecture"),
+         80, 0.9, "the installed transformers does not know model type '{0}'"),
+    Rule("transformers_config_keyerror", "transformers_too_old", _r(r"^KeyError: '([\w.-]+)'$"), 70, 0.75,
+         "the installed transformers has no config class for model type '{0}'",
+         context=_r(r"configuration_auto|CONFIG_MAPPING|AutoConfig")),
+    Rule("transformers_upgrade_asked", "transformers_too_old",
+         _r(r"(?:please )?upgrade (?:your )?transformers|requires? transformers ?(?:>=|version)"), 60, 0.7,
+         "the installed transformers is too old for this model"),
+    Rule("transformers_too_new", "other", _r(r"is already used by a Transformers model"), 75, 0.75,
+         "the installed transformers is newer than this engine version supports (a config class is registered twice)",
+         kind="transformers_too_new"),
+    # ------------------------------------------------------------------ speculative decoding
+    Rule("speculative_invalid", "speculative_config_invalid",
+         _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid"
+            r"|must be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
+            r"|\b(?:expected both|invalid|unsupported|not supported|not compatible)\b[^\n]{0,60}\bspeculat"
+            r"|only [\w ,]+ speculative algorithms? (?:is|are) supported"),
+         78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
+    Rule("draft_invalid", "speculative_config_invalid",
+         _r(r"\b(?:eagle3?|mtp|nextn|draft[ _]model|num_speculative_tokens|n_predict)\b[^\n]{0,200}"
+            r"\b(?:not supported|not compatible|only supported|only supports?|not implemented|invalid|must be"
+            r"|does not support)\b"),
+         78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
+    Rule("draft_weights_missing", "speculative_config_invalid",
+         _r(r"KeyError: '([^']*(?:mtp|nextn|eagle|draft|spec_)[^']*)'"), 72, 0.75,
+         "the MTP/draft weights could not be loaded ({0} not found): the checkpoint or this engine version does not "
+         "provide the drafter"),
+    # ------------------------------------------------------------------ model files and the hub
+    Rule("safetensors_header", "model_files_missing_or_corrupt",
+         _r(r"Error while deserializing header: ?(\w+)|SafetensorError|MetadataIncompleteBuffer|HeaderTooLarge"
+            r"|incomplete metadata, file not fully covered"),
+         80, 0.9, "a safetensors shard is corrupt or incomplete ({0})", kind="corrupt"),
+    Rule("repo_id_invalid", "model_files_missing_or_corrupt",
+         _r(r"Repo id must (?:be in the f\w+|use alphanumeric)|HFValidationError|Invalid repository ID or local "
+            r"directory"),
+         80, 0.85, "the model path is not a folder with a config.json, so it was taken for a Hub repo id",
+         kind="path"),
+    Rule("file_missing", "model_files_missing_or_corrupt",
+         _r(r"does not appear to have (?:a )?files? named ([\w./-]+)|No such file or directory: '([^']*(?:config\.json"
+            r"|\.safetensors|\.bin|\.gguf|tokenizer[^']*))'|Cannot find any model weights|No model weights found"
+            r"|can(?:no|')t find (?:the )?config(?:\.json| file)"
+            r"|It looks like the config file at .* is not a valid JSON"),
+         75, 0.85, "a model file is missing: {0}", kind="path"),
+    Rule("checkpoint_unreadable", "model_files_missing_or_corrupt",
+         _r(r"PytorchStreamReader failed reading zip archive|invalid load key|unexpected EOF while reading"),
+         70, 0.8, "a checkpoint file is truncated or corrupt", kind="corrupt"),
+    Rule("weights_not_initialized", "model_files_missing_or_corrupt",
+         _r(r"Following weights were not initialized from checkpoint"), 60, 0.7,
+         "the checkpoint lacks weights the model needs", kind="corrupt"),
+    Rule("gated_repo", "hub_access",
+         _r(r"Cannot access gated repo|GatedRepoError|Access to model \S+ is restricted|trying to access a gated repo"),
+         80, 0.9, "the engine tried to download a gated model from the Hub without access", kind="gated"),
+    Rule("hub_unreachable", "hub_access",
+         _r(r"(?:RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError|LocalEntryNotFoundError"
+            r"|OfflineModeIsEnabled|We couldn't connect to 'https://huggingface\.co')"
+            r"|Failed to resolve '(?:huggingface\.co|hf-mirror\.com|cdn-lfs[\w.-]*)'"
+            r"|huggingface\.co[^\n]{0,300}(?:Max retries exceeded|timed out|NameResolutionError|name resolution"
+            r"|Connection refused|401 Client Error|403 Client Error|429 Client Error)"
+            r"|(?:401|403|429) Client Error[^\n]{0,200}huggingface\.co"),
+         75, 0.85, "the engine tried to reach the model hub (huggingface.co) and could not", kind="network"),
+    # ------------------------------------------------------------------ software install
+    Rule("module_missing", "missing_dependency", _r(r"No module named '([\w.]+)'"), 72, 0.9,
+         "the Python module '{0}' is not installed in the engine's environment", kind="module",
+         exclude=OPTIONAL_IMPORT),
+    Rule("shared_library", "missing_dependency",
+         _r(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
+         "a compiled library cannot be loaded ({0}{1}): a binary built against other versions", kind="binary",
+         exclude=OPTIONAL_IMPORT),
+    Rule("import_error", "missing_dependency", _r(r"^ImportError: (.+)"), 65, 0.75,
+         "an import failed: {0}", kind="import"),
+    Rule("please_install", "missing_dependency",
+         _r(r"\b(?:please install|pip install) ([\w.\[\]-]+)|\b([\w.-]+) is not installed\b"), 50, 0.65,
+         "a required package is not installed ({0}{1})", kind="module", exclude=OPTIONAL_IMPORT),
+    # ------------------------------------------------------------------ GPU architecture / driver / quantization
+    Rule("quant_dtype", "quantization_unsupported",
+         _r(r"([\w.]+) is not supported for quantization method (\w+)"), 82, 0.9,
+         "{0} is not supported by the {1} quantization kernels of this engine version", kind="dtype"),
+    Rule("quant_gpu", "quantization_unsupported",
+         _r(r"quantization method (\w+) is not supported for the current GPU"), 82, 0.9,
+         "this GPU is too old for the {0} quantization kernels", kind="gpu"),
+    Rule("quant_unknown", "quantization_unsupported", _r(r"Unknown quantization method:? ?'?([\w-]*)"), 78, 0.85,
+         "this engine version does not know the quantization method '{0}'", kind="unknown"),
+    Rule("quant_not_on_gpu", "quantization_unsupported",
+         _r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|w8a8|int8|int4)\b[^\n]{0,120}\bnot supported on\b"), 70, 0.8,
+         "{0} quantization is not supported on this GPU", kind="gpu"),
+    Rule("driver_too_old", "cuda_arch_or_driver",
+         _r(r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|cudaErrorInsufficientDriver"
+            r"|forward compatibility was attempted on non supported HW|driver version \S+ is older than"),
+         85, 0.9, "the NVIDIA driver is too old for the CUDA version the engine was built with", kind="driver"),
+    Rule("no_kernel_image", "cuda_arch_or_driver", _r(r"no kernel image is available for execution on the device"),
+         80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch"),
+    Rule("sm_not_compatible", "cuda_arch_or_driver",
+         _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
+         "the installed PyTorch was not built for this GPU ({0})", kind="arch", any_level=True),
+    Rule("bf16_unsupported", "cuda_arch_or_driver",
+         _r(r"Bfloat16 is only supported on GPUs with compute capability of at least ([\d.]+)"), 82, 0.9,
+         "this GPU has no bfloat16 support (needs compute capability {0})", kind="bf16"),
+    Rule("min_capability", "cuda_arch_or_driver",
+         _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)|only supports? Ampere GPUs or newer"
+            r"|requires? (?:a )?GPU with compute capability"),
+         76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
+    # ------------------------------------------------------------------ JIT compilation
+    Rule("python_headers", "jit_compile_failure", _r(r"fatal error: Python\.h: No such file or directory"), 82, 0.9,
+         "a JIT build needs the Python development headers (Python.h), which are not installed", kind="python_dev"),
+    Rule("no_c_compiler", "jit_compile_failure",
+         _r(r"Failed to find (?:a )?C(?:\+\+)? compiler|command '(?:gcc|cc|c\+\+|g\+\+)' failed"
+            r"|No such file or directory: '(?:gcc|cc|g\+\+|c\+\+)'"),
+         80, 0.9, "a JIT build needs a C compiler, and none was found", kind="compiler"),
+    Rule("no_nvcc", "jit_compile_failure",
+         _r(r"nvcc(?:: command)? not found|No such file or directory: '[^']*nvcc'|CUDA_HOME (?:environment variable )?"
+            r"is not set|cannot find CUDA_HOME|Could not find nvcc"),
+         80, 0.9, "a JIT build needs the CUDA toolkit (nvcc / CUDA_HOME), which was not found", kind="nvcc"),
+    Rule("ninja_failed", "jit_compile_failure",
+         _r(r"Ninja build failed|ninja: build stopped|Command '\['ninja'|Error building extension|"
+            r"CalledProcessError: Command '\[[^\]]*ninja"),
+         78, 0.85, "a JIT kernel build (ninja) failed", kind="ninja"),
+    Rule("ptxas_failed", "jit_compile_failure",
+         _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal"), 70, 0.75,
+         "a Triton kernel failed to compile for this GPU (ptxas)", kind="ptxas"),
+    Rule("torch_compile_failed", "jit_compile_failure",
+         _r(r"torch\._dynamo\.exc\.|torch\._inductor\.exc\.|InductorError|BackendCompilerFailed"
+            r"|triton\.compiler\.errors\.CompilationError"),
+         62, 0.75, "torch.compile / Triton compilation failed", kind="torch_compile"),
+    # ------------------------------------------------------------------ memory
+    Rule("kv_not_enough_memory", "kv_cache_insufficient",
+         _r(r"Not enough memory\. Please try to increase --mem-fraction-static|Not enough memory to allocate KV cache"
+            r"|leave no GPU memory for the KV cache"),
+         82, 0.9, "the weights leave no room for the KV cache within --mem-fraction-static", kind="raise"),
+    Rule("kv_no_cache_blocks", "kv_cache_insufficient", _r(r"No available memory for the cache blocks"), 82, 0.9,
+         "the weights and activations leave no memory for KV cache blocks within gpu_memory_utilization",
+         kind="raise"),
+    Rule("kv_profiled_negative", "kv_cache_insufficient",
+         _r(r"max_total_tokens=\d+ is larger than the profiled value (-\d+)"), 70, 0.8,
+         "the KV cache budget came out negative ({0} tokens): the weights fill the memory fraction", kind="raise",
+         any_level=True),
+    Rule("kv_max_len", "kv_cache_insufficient",
+         _r(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
+            r"\((\d+)\)"),
+         82, 0.9, "the context length {0} does not fit in the KV cache ({1} tokens)", kind="context"),
+    Rule("kv_v1_needed", "kv_cache_insufficient",
+         _r(r"To serve at least one request with the models?'s max seq len \((\d+)\)"), 82, 0.9,
+         "one request at the full context length {0} needs more KV cache than is left", kind="context"),
+    Rule("cuda_graph_capture_failed", "cuda_graph_oom",
+         _r(r"Capture (?:piecewise )?cuda ?graph failed|operation not permitted when stream is capturing"
+            r"|cudaErrorStreamCaptureInvalidated"),
+         80, 0.85, "CUDA graph capture failed", kind="capture"),
+    Rule("cuda_oom", OOM,
+         _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
+            r"|HIP out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"),
+         70, 0.8, "CUDA out of memory"),
+    # ------------------------------------------------------------------ multi-GPU communication
+    Rule("p2p_unsupported", "nccl_error", _r(r"peer access is not supported between these two devices"), 60, 0.8,
+         "the GPUs cannot access each other's memory (no P2P), and the custom all-reduce needs it", kind="p2p",
+         exclude=_r(r"To silence this warning|Setup Custom allreduce failed|disable[_ -]custom[_ -]all[_ -]?reduce")),
+    Rule("nccl_shm", "nccl_error",
+         _r(r"NCCL WARN Error while (?:creating|attaching to) shared memory segment|/dev/shm[^\n]{0,80}(?:No space"
+            r"|too small|Bus error)"),
+         62, 0.85, "NCCL could not create its shared-memory segment in /dev/shm (too small in a container?)",
+         kind="shm", any_level=True),
+    Rule("nccl_error", "nccl_error",
+         _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
+            r"|DistBackendError|NCCL WARN[^\n]{0,200}(?:error|fail)"),
+         58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
+    Rule("collective_timeout", "nccl_error",
+         _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
+            r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"),
+         50, 0.7, "a multi-GPU collective timed out (one rank stalled or died)", kind="timeout", any_level=True),
+    # ------------------------------------------------------------------ native crashes outside the taxonomy
+    Rule("illegal_memory_access", "other",
+         _r(r"an illegal memory access was encountered|CUDA error: misaligned address|device-side assert triggered"),
+         45, 0.6, "a CUDA kernel crashed (illegal memory access / device-side assert): an engine or kernel bug",
+         kind="kernel_crash"),
+    Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
+         "the engine crashed in native code (segmentation fault)", kind="segfault"),
+    # ------------------------------------------------------------------ killed from outside
+    Rule("oom_killer", "host_oom_killed",
+         _r(r"\boom[- _]?kill(?:er|ed)?\b|Out of memory: Kill(?:ed)? process|Memory cgroup out of memory"
+            r"|killed by the (?:linux )?oom"),
+         40, 0.7, "the kernel's OOM killer stopped the engine: host RAM ran out", any_level=True),
+    Rule("ray_worker_died", "host_oom_killed",
+         _r(r"A worker died or was killed while executing a task|Worker unexpectedly exits with a connection error"),
+         30, 0.6, "a worker process was killed (most often the host OOM killer while loading weights into RAM)",
+         any_level=True),
+    Rule("sigkill_exit", "host_oom_killed",
+         _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
+            r"|\bsignal 9\b|killed by SIGKILL"),
+         30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
+    Rule("shell_killed", "host_oom_killed",
+         _r(r"^Killed\s*$|\bline \d+:\s+\d+ Killed\b|^\[\d+\]\+?\s+Killed\b"), 25, 0.55,
+         "the engine was killed (SIGKILL) by the system: most often the host OOM killer", kind="bare_kill"),
+    Rule("engine_died", "host_oom_killed",
+         _r(r"Engine core proc \S+ died unexpectedly|EngineCore\S* died unexpectedly"),
+         20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the host "
+         "OOM killer)"),
+)
+
+#: Consequences that name no cause: the real error is elsewhere (above, or in another process).
+FRAMING = re.compile(
+    r"Engine core initialization failed|EngineCore failed to start|WorkerProc (?:failed to start|initialization "
+    r"failed)|Scheduler hit an exception|Received sigquit from a child|SIGQUIT received|It usually means (?:the|one) "
+    r"child|Child process unexpectedly failed|EngineDeadError|Worker failed with error|Engine process failed to start"
+    r"|Application startup failed|Initialization failed\. warmup error|Dumping requests before crash"
+    r"|Exception in (?:worker|thread|ModelRpcClient)|Error executing method|router init state: Traceback"
+    r"|Process \S+ died|See (?:the )?(?:root cause|stack trace) above",
+    re.IGNORECASE,
+)
+
+#: SGLang kills its own process tree after a child failed; the shell's "Killed" that follows is this, not the OOM
+#: killer (sglang-log-lines.md section 6).
+SELF_KILL = re.compile(
+    r"Received sigquit from a child|SIGQUIT received|It usually means (?:the|one) child failed|kill_process_tree"
+    r"|Initialization failed\. warmup error",
+    re.IGNORECASE,
+)
+
+#: An exception line, for unrecognised crashes (quoted, never dressed up as a known cause).
+GENERIC_ERROR = re.compile(
+    r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Failure|Exit)\b(?::|$)|^Value error, |^AssertionError\b"
+    r"|^(?:CRITICAL|FATAL)\b|^Error: |^ERROR: (?!\s*$)"
+)
+
+#: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
+#: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this
+#: order; outside a traceback, the nearest log line with a marker tells.
+PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("graph", re.compile(
+        r"cuda_graph_runner|capture_model|capture_one_batch_size|Capture (?:piecewise )?cuda graph|Capturing batches"
+        r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing the model for CUDA graphs"
+        r"|init_(?:cuda|device)_graphs|graph capture|CUDAGraph|cudagraph", re.IGNORECASE)),
+    ("profile", re.compile(
+        r"profile_run|determine_available_memory|determine_num_available_blocks|Memory profiling|_dummy_sampler_run",
+        re.IGNORECASE)),
+    ("kv", re.compile(
+        r"init_memory_pool|memory_pool\.py|TokenToKVPool|KV Cache is allocated|Memory pool end|_allocate_kv_cache"
+        r"|initialize_kv_cache|init_kv_cache|allocate_kv_cache|kv_cache_utils|profile_max_num_token"
+        r"|GPU KV cache size|Available KV cache memory", re.IGNORECASE)),
+    ("weights", re.compile(
+        r"load_model|load_weights|model_loader|weight_loader|weight_utils|Loading safetensors|Loading pt checkpoint"
+        r"|Load weight (?:begin|end)|Loading weights took|Loading model weights|Multi-thread loading shards"
+        r"|Starting to load model|create_weights|_initialize_model|ParallelLinear|VocabParallelEmbedding|FusedMoE"
+        r"|nn\.ModuleList|linear weights|Model loading took|initialize lk_moe|Failed to initialize \w*moe",
+        re.IGNORECASE)),
+    ("serving", re.compile(
+        r"fired up and ready to roll|Application startup complete|Decode batch[.,]|Prefill batch[.,]"
+        r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
+        r"|run_batch|event_loop_(?:normal|overlap)", re.IGNORECASE)),
+)
+
+#: PyTorch's OOM message always mentions "private pools (e.g., CUDA Graphs)": not a sign of graph capture.
+OOM_MESSAGE_NOISE = re.compile(r"allocated in private pools \(e\.g\., CUDA Graphs\)", re.IGNORECASE)
+
+#: The phase an OOM message itself names, checked before the surrounding lines.
+OOM_MESSAGE_PHASE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("graph", re.compile(r"cuda ?graph|capture", re.IGNORECASE)),
+    ("kv", re.compile(r"kv[ _]cache|cache blocks|memory pool", re.IGNORECASE)),
+    ("weights", re.compile(r"weights?\b|lk_moe|moe", re.IGNORECASE)),
+)
+
+#: Category and advice kind of an OOM in each phase.
+OOM_BY_PHASE: dict[str, tuple[str, str | None, str]] = {
+    "weights": ("gpu_oom_weights", None, "CUDA out of memory while loading the weights: they do not fit at this TP"),
+    "kv": ("kv_cache_insufficient", "lower",
+           "CUDA out of memory while allocating the KV cache: the weights loaded, the KV pool did not fit"),
+    "profile": ("kv_cache_insufficient", "profile",
+                "CUDA out of memory in the memory-profiling pass: weights plus activations for the largest batch do "
+                "not fit"),
+    "graph": ("cuda_graph_oom", "oom", "CUDA out of memory while capturing CUDA graphs"),
+    "serving": ("kv_cache_insufficient", "runtime",
+                "CUDA out of memory while serving: the KV pool leaves too little room for activations"),
+    "unknown": ("gpu_oom_weights", None, "CUDA out of memory (the phase is not in the log: most often the weights)"),
+}
