@@ -1,4 +1,4 @@
-"""`deploybot` entry point: ask | parse | plan | probe | diagnose | demo | serve | manifest | audit | help."""
+"""`deploybot` entry point: ask | parse | plan | probe | resume | diagnose | demo | serve | manifest | audit | help."""
 
 from __future__ import annotations
 
@@ -109,6 +109,26 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_resume(args: argparse.Namespace) -> int:
+    """Re-attach to every deployment the store says was launching, starting or ready (after a crash of the bot)."""
+    from bot.pipeline import Pipeline
+    from handlers.console import ConsoleThread
+
+    config = _config(args)
+    store = _store(args)
+    pipeline = Pipeline(config, store, secrets=Secrets())
+    deployments = [d for d in await store.active_deployments() if d.host in config.hosts]
+    if not deployments:
+        print("nothing to resume")
+        return 0
+    thread = ConsoleThread()
+    try:
+        outcomes = await asyncio.gather(*(pipeline.resume(d, thread, until_ready=args.until_ready) for d in deployments))
+    finally:
+        await pipeline.close()
+    return max(o.exit_code for o in outcomes)
+
+
 async def cmd_probe(args: argparse.Namespace) -> int:
     from bot.probe import probe
     from bot.remote import RemotePool
@@ -215,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("resume", help="re-attach to the deployments that were running when the bot stopped")
+    p.add_argument("--until-ready", action="store_true", help="return once each is ready instead of following on")
+
     p = sub.add_parser("probe", help="probe a host")
     p.add_argument("host")
     p.add_argument("--model")
@@ -243,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ASYNC = {"ask": cmd_ask, "parse": cmd_parse, "plan": cmd_plan, "probe": cmd_probe, "serve": cmd_serve,
-         "demo": cmd_demo}
+         "demo": cmd_demo, "resume": cmd_resume}
 SYNC = {"diagnose": cmd_diagnose, "audit": cmd_audit, "help": cmd_help, "manifest": cmd_manifest}
 
 

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from bot.config import HostConfig
 from bot.models import LaunchPlan
 from bot.probe import run_agent
-from bot.remote import Remote, RemoteError
+from bot.remote import HostUnreachable, Remote, RemoteError
+
+#: A launch cut off by the network is retried: safe, because the launch agent is idempotent by deployment id
+#: (a retry that finds the launch record of a first attempt that did get through returns it; nothing starts twice).
+LAUNCH_ATTEMPTS = 3
 
 
 class LaunchFailed(RemoteError):
@@ -51,7 +56,12 @@ async def launch(remote: Remote, host: HostConfig, plan: LaunchPlan, deployment_
         "argv": plan.argv,
         "env": plan.env,
     }
-    answer = await run_agent(remote, host.python, "launch_agent", args, timeout=60)
+    answer: dict = {}
+    async for attempt in AsyncRetrying(retry=retry_if_exception_type(HostUnreachable),
+                                       stop=stop_after_attempt(LAUNCH_ATTEMPTS),
+                                       wait=wait_exponential(multiplier=0.5, max=4), reraise=True):
+        with attempt:
+            answer = await run_agent(remote, host.python, "launch_agent", args, timeout=60)
     if "error" in answer:
         raise LaunchFailed(f"{remote.host}: {answer['message']}")
     return LaunchRecord.model_validate(answer)

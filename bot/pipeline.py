@@ -48,7 +48,7 @@ from bot.models import (
 )
 from bot.probe import fetch_engine_help, probe
 from bot.redact import redact
-from bot.remote import RemoteError, RemotePool
+from bot.remote import HostUnreachable, RemoteError, RemotePool
 from bot.request import Inventory, parse_request
 from bot.store import Store
 from planners.plan import choose_host, make_plan
@@ -320,6 +320,16 @@ class Pipeline:
             remote = self.remotes.get(plan.host)
             try:
                 record = await launch(remote, self.host_config(plan.host), plan, dep.id)
+            except HostUnreachable as exc:
+                # We cannot know whether the launch got through: the deployment stays "launching", and
+                # `resume` (or the bot's restart) asks the host's launch record before anything starts again.
+                message = (f"{exc}. The launch may or may not have started: deploybot checks the host's launch "
+                           f"record when it can reach it again (deploybot resume, or on the bot's restart); "
+                           f"nothing is launched twice.")
+                await thread.emit(Failed(message=message, step="launch"))
+                await self.store.audit("launch", actor=who.user, host=plan.host, deployment_id=dep.id,
+                                       result="unknown", detail=str(exc))
+                return Outcome("failed", dep, message)
             except (LaunchFailed, RemoteError) as exc:
                 dep.state = "failed"
                 await self.store.save_deployment(dep)
@@ -532,7 +542,9 @@ class Pipeline:
 
     async def _targets(self, request: DeployRequest) -> list[Deployment]:
         deployments = await self.store.active_deployments(request.host)
-        return [d for d in deployments if request.model is None or d.model == request.model]
+        # A port names one server when the same model runs twice on a host (a thread's `stop` acts on its own).
+        return [d for d in deployments if (request.model is None or d.model == request.model)
+                and (request.port is None or d.port == request.port)]
 
     async def stop_request(self, request: DeployRequest, thread: Thread, who: Requester) -> Outcome:
         targets = await self._targets(request)
@@ -663,9 +675,10 @@ def _age(when: datetime) -> str:
 
 
 def _request_of(plan: LaunchPlan) -> DeployRequest:
+    """The request that reproduces a plan (GPUs left to the planner: a fix may change the TP)."""
     return DeployRequest(action="start", model=plan.model, host=plan.host, engine=plan.engine,
                          speculative=plan.speculative, tp=plan.tp, port=plan.port,
-                         context_length=plan.overrides.context_length, gpus=plan.gpus)
+                         context_length=plan.overrides.context_length)
 
 
 def _merge_overrides(base: PlanOverrides, change: PlanOverrides) -> PlanOverrides:

@@ -130,6 +130,15 @@ TRANSIENT_SSH_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+#: Errors that mean the pooled connection is gone (the next call reconnects).
+LINK_ERRORS: tuple[type[BaseException], ...] = (
+    asyncssh.ConnectionLost,
+    asyncssh.DisconnectError,
+    asyncssh.ChannelOpenError,
+    OSError,
+)
+
+
 class SshRemote:
     """One pooled asyncssh connection per host; connect retried with exponential backoff (tenacity)."""
 
@@ -204,7 +213,7 @@ class SshRemote:
             result = await conn.run(remote_command(argv), input=input, timeout=timeout, check=False)
         except asyncssh.TimeoutError:
             raise RemoteError(f"{self.host}: command timed out after {timeout:.0f} s") from None
-        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+        except LINK_ERRORS as exc:
             self._drop()
             raise HostUnreachable(f"{self.host}: connection lost ({exc})") from None
         return RunResult(result.exit_status, str(result.stdout or ""), str(result.stderr or ""))
@@ -219,7 +228,7 @@ class SshRemote:
                     proc.stdin.write_eof()
                 async for line in proc.stdout:
                     yield line.rstrip("\n")
-        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+        except LINK_ERRORS as exc:
             self._drop()
             raise HostUnreachable(f"{self.host}: connection lost while streaming ({exc})") from None
 

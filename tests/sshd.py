@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -120,6 +121,34 @@ class Sshd:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+    def session_pids(self) -> list[int]:
+        """The per-connection sshd processes this server forked (children of the listener)."""
+        if not self.running:
+            return []
+        assert self._process is not None
+        children = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == self._process.pid:
+                children.append(int(entry))
+        return children
+
+    def drop(self) -> None:
+        """The host drops off the network: the listener stops AND every open session is cut."""
+        sessions = self.session_pids()
+        self.stop()
+        for pid in sessions:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def restart(self) -> None:
         """Stop and start again on the same port with the same keys (for connection-loss tests)."""
