@@ -494,7 +494,7 @@ class Pipeline:
             return Outcome("rejected", message=plan.reason)
         if plan.plan_hash() != row["plan_hash"]:
             # Something material changed since the request (GPUs taken, port used, engine upgraded): ask again.
-            await self.store.decide_approval(approval_id, "superseded", user)
+            await self.store.supersede_approval(approval_id)
             await thread.emit(Info(message="the host changed since this was asked (new plan below); approve again"))
             await thread.emit(Planned(plan=plan))
             result = await self._ask_approval(row["action"], plan, data.get("reasons", []), thread, who,

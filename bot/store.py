@@ -246,6 +246,11 @@ class Store:
         )
         return cursor.rowcount == 1
 
+    async def supersede_approval(self, approval_id: str) -> None:
+        """An approved plan that no longer matches the host: recorded as superseded (a new approval is asked)."""
+        await self._run(self._execute,
+                        "UPDATE approvals SET state = 'superseded' WHERE id = ? AND state = 'approved'", (approval_id,))
+
     async def pending_approvals(self) -> list[dict[str, Any]]:
         rows = await self._run(self._query, "SELECT * FROM approvals WHERE state = 'pending'", ())
         return [dict(r) | {"data": json.loads(r["data"])} for r in rows]
