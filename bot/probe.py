@@ -21,7 +21,9 @@ class ProbeFailed(RemoteError):
 
 @cache
 def agent_source(name: str) -> str:
-    return (AGENTS / f"{name}.py").read_text()
+    """The script sent to the host: agents/common.py, then the agent itself (one self-contained text)."""
+    common = (AGENTS / "common.py").read_text()
+    return common + "\n\n" + (AGENTS / f"{name}.py").read_text()
 
 
 async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeout: float = 120) -> dict:

@@ -1,6 +1,7 @@
 """The follow agent: ONE long-running stream per deployment, printing JSON lines until the engine ends.
 
-Sent on stdin to the host's python: `python3 - '<json args>' < follow_agent.py`. Standard library only.
+Sent on stdin to the host's python, after agents/common.py (which defines `alive`):
+`python3 - '<json args>' < common.py+follow_agent.py`. Standard library only.
 
 Lines out:
   {"t": "log", "o": END_OFFSET, "l": LINE}     a complete log line; END_OFFSET = byte offset just after it, so a
@@ -12,6 +13,7 @@ Lines out:
 Like `tail -F`, it polls the file on the host itself (cheap, local), not over the network.
 """
 
+# `alive` comes from agents/common.py, sent in front of this script (see bot.probe.agent_source).
 import json
 import os
 import sys
@@ -20,20 +22,6 @@ import urllib.error
 import urllib.request
 
 MAX_LINE = 4096
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def health(port, path):

@@ -1,6 +1,7 @@
 """The launch agent: starts an engine detached on the host and records it; idempotent.
 
-Sent on stdin to the host's python: `python3 - '<json args>' < launch_agent.py`. Standard library only.
+Sent on stdin to the host's python, after agents/common.py (which defines `alive`):
+`python3 - '<json args>' < common.py+launch_agent.py`. Standard library only.
 
 Detached the way `setsid nohup CMD > LOG 2>&1 < /dev/null &` is: a new session (no controlling terminal, so no
 SIGHUP when the SSH channel closes), stdin from /dev/null, stdout and stderr into the log. A tiny `sh` supervisor
@@ -12,6 +13,7 @@ Idempotent: a launch record (`<key>.launch.json` next to the log) names the depl
 same deployment whose process is still alive returns the record instead of starting a second server.
 """
 
+# `alive` comes from agents/common.py, sent in front of this script (see bot.probe.agent_source).
 import json
 import os
 import signal
@@ -25,20 +27,6 @@ SUPERVISOR = (
     'pidfile=$1; exitfile=$2; shift 2; "$@" & child=$!; echo $child > "$pidfile"; '
     "trap '' TERM INT HUP; wait $child; echo $? > \"$exitfile\""
 )
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def read_json(path):
