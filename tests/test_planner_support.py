@@ -33,17 +33,24 @@ def shared_dir() -> Path:
     pytest.skip("shared/ (configs, corpus) not found beside the checkout; set DEPLOYBOT_SHARED")
 
 
-def config_names() -> list[str]:
+#: Byte-for-byte copies of shared/configs shipped with the simulated host: the config tests run without shared/.
+SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "bot" / "simhost" / "configs"
+
+
+def configs_dir() -> Path:
     here = Path(__file__).resolve().parents[1]
-    for candidate in (here.parent / "shared" / "configs", here / "shared" / "configs"):
-        if candidate.is_dir():
-            return sorted(p.stem for p in candidate.glob("*.json"))
-    return []
+    candidates = [Path(os.environ["DEPLOYBOT_SHARED"]) / "configs"] if os.environ.get("DEPLOYBOT_SHARED") else []
+    candidates += [here.parent / "shared" / "configs", here / "shared" / "configs", SHIPPED_CONFIGS]
+    return next(c for c in candidates if c.is_dir())
+
+
+def config_names() -> list[str]:
+    return sorted(p.stem for p in configs_dir().glob("*.json"))
 
 
 @cache
 def _config_text(name: str) -> str:
-    return (shared_dir() / "configs" / f"{name}.json").read_text()
+    return (configs_dir() / f"{name}.json").read_text()
 
 
 def load_config(name: str) -> dict:
