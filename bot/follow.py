@@ -13,7 +13,6 @@ import asyncio
 import json
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -59,10 +58,11 @@ class ExcerptBatcher:
     def due(self, now: float) -> bool:
         return bool(self.lines) and now - self.last_flush >= self.interval_s
 
-    def take(self, now: float) -> LogExcerpt | None:
+    def take(self, now: float, redact: Callable[[str], str]) -> LogExcerpt | None:
+        """The excerpt to post; only the lines that leave the host are redacted (the cut ones never do)."""
         if not self.lines:
             return None
-        kept = self.lines[-self.max_lines:]
+        kept = [redact(line) for line in self.lines[-self.max_lines:]]
         omitted = len(self.lines) - len(kept)
         self.lines = []
         self.last_flush = now
@@ -93,7 +93,6 @@ class Follower:
         self.redact = redact
         self.batcher = ExcerptBatcher(excerpt_interval_s, excerpt_max_lines)
         self.reader = LogReader(engine=deployment.engine)
-        self.recent: deque[str] = deque(maxlen=400)
         self.ready_timeout_s = ready_timeout_s
         self.reconnect_attempts = reconnect_attempts
         self.backoff_max_s = backoff_max_s
@@ -114,7 +113,7 @@ class Follower:
         }
 
     async def _flush(self, now: float) -> None:
-        excerpt = self.batcher.take(now)
+        excerpt = self.batcher.take(now, self.redact)
         if excerpt is not None:
             await self.thread.emit(excerpt)
         # The offset is saved after the excerpt is out: a restart resumes after what was posted.
@@ -182,10 +181,8 @@ class Follower:
         return None
 
     def _on_line(self, line: str) -> None:
-        clean = self.redact(line)
         self.lines_seen += 1
-        self.recent.append(clean)
-        self.batcher.add(clean)
+        self.batcher.add(line)
         for event in self.reader.feed(line):
             if isinstance(event, ServerReady):
                 self.ready_line_seen = True

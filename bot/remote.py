@@ -146,6 +146,7 @@ class SshRemote:
         self.host = host
         self.config = config
         self._conn: asyncssh.SSHClientConnection | None = None
+        self._connecting: asyncio.Future[asyncssh.SSHClientConnection] | None = None
         self._lock = asyncio.Lock()
         self._attempts = connect_attempts
         self._backoff_max = backoff_max_s
@@ -157,7 +158,7 @@ class SshRemote:
         return await asyncssh.connect(
             cfg.address,
             port=cfg.port,
-            username=cfg.user,
+            username=cfg.user or (),  # () = asyncssh's default: the local user name
             client_keys=[expand(cfg.identity_file)] if cfg.identity_file else None,
             known_hosts=expand(cfg.known_hosts) if cfg.known_hosts else (),
             connect_timeout=cfg.connect_timeout_s,
@@ -169,37 +170,52 @@ class SshRemote:
         )
 
     async def connection(self) -> asyncssh.SSHClientConnection:
-        async with self._lock:
-            if self._conn is not None and not self._conn.is_closed():
-                return self._conn
-            try:
-                async for attempt in AsyncRetrying(
-                    retry=retry_if_exception_type(TRANSIENT_SSH_ERRORS),
-                    stop=stop_after_attempt(self._attempts),
-                    wait=wait_exponential(multiplier=0.25, max=self._backoff_max),
-                    reraise=True,
-                ):
-                    with attempt:
-                        self._conn = await self._connect_once()
-                        self.connects += 1
-            except asyncssh.HostKeyNotVerifiable as exc:
-                raise HostKeyRejected(
-                    f"{self.host}: the host key of {self.config.address}:{self.config.port} is not the one in "
-                    f"{self.config.known_hosts} ({exc.reason}). Refusing to connect: if the host was reinstalled, "
-                    f"verify its new key out of band and update known_hosts."
-                ) from None
-            except asyncssh.PermissionDenied as exc:
-                raise RemoteError(
-                    f"{self.host}: SSH login as {self.config.user} refused ({exc.reason}); check identity_file "
-                    f"and the host's authorized_keys"
-                ) from None
-            except (RetryError, *TRANSIENT_SSH_ERRORS) as exc:
-                raise HostUnreachable(
-                    f"{self.host}: cannot reach {self.config.address}:{self.config.port} after {self._attempts} "
-                    f"attempts ({type(exc).__name__}: {exc}). Is the host up and sshd running?"
-                ) from None
-            assert self._conn is not None
+        """The pooled connection; callers that arrive while it is being (re)made share that one attempt, so
+        N commands to a dead host fail together after one retry sequence, not one after another."""
+        if self._conn is not None and not self._conn.is_closed():
             return self._conn
+        async with self._lock:
+            if self._connecting is None or self._connecting.done():
+                self._connecting = asyncio.ensure_future(self._connect_with_retries())
+            connecting = self._connecting
+        try:
+            self._conn = await asyncio.shield(connecting)
+        finally:
+            async with self._lock:
+                if self._connecting is connecting and connecting.done():
+                    self._connecting = None
+        return self._conn
+
+    async def _connect_with_retries(self) -> asyncssh.SSHClientConnection:
+        conn: asyncssh.SSHClientConnection | None = None
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(TRANSIENT_SSH_ERRORS),
+                stop=stop_after_attempt(self._attempts),
+                wait=wait_exponential(multiplier=0.25, max=self._backoff_max),
+                reraise=True,
+            ):
+                with attempt:
+                    conn = await self._connect_once()
+                    self.connects += 1
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise HostKeyRejected(
+                f"{self.host}: the host key of {self.config.address}:{self.config.port} is not the one in "
+                f"{self.config.known_hosts} ({exc.reason}). Refusing to connect: if the host was reinstalled, "
+                f"verify its new key out of band and update known_hosts."
+            ) from None
+        except asyncssh.PermissionDenied as exc:
+            raise RemoteError(
+                f"{self.host}: SSH login as {self.config.user} refused ({exc.reason}); check identity_file "
+                f"and the host's authorized_keys"
+            ) from None
+        except (RetryError, *TRANSIENT_SSH_ERRORS) as exc:
+            raise HostUnreachable(
+                f"{self.host}: cannot reach {self.config.address}:{self.config.port} after {self._attempts} "
+                f"attempts ({type(exc).__name__}: {exc}). Is the host up and sshd running?"
+            ) from None
+        assert conn is not None
+        return conn
 
     def _drop(self) -> None:
         if self._conn is not None:
