@@ -28,6 +28,8 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Crashed,
     Diagnosed,
     Event,
@@ -69,6 +71,15 @@ def escape(text: str) -> str:
     """Escape Slack's mrkdwn control characters (&, <, >) so user or log text shows literally, never as a link
     or a mention (`<!channel>`)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_ESCAPED_USER_MENTION = re.compile(r"&lt;@([UW][A-Z0-9]{2,30})&gt;")
+
+
+def escape_keeping_mentions(text: str) -> str:
+    """`escape`, except that user mentions the pipeline writes (`started by <@U0ALICE>`) stay mentions. Only the
+    `<@U…>` form survives: `<!channel>`, links and anything else still show literally."""
+    return _ESCAPED_USER_MENTION.sub(r"<@\1>", escape(text))
 
 
 def clip(text: str, limit: int) -> str:
@@ -166,7 +177,7 @@ def _bullets(items: Sequence[str], *, limit: int = MAX_SECTION_TEXT) -> str:
     out: list[str] = []
     used = 0
     for index, item in enumerate(items):
-        line = "• " + escape(clip(item, MAX_STEP_CHARS))
+        line = "• " + escape_keeping_mentions(clip(item, MAX_STEP_CHARS))
         more = f"\n… {len(items) - index} more"
         reserve = 0 if index == len(items) - 1 else len(more)  # the last item needs no room for a "more" note
         if used + len(line) + 1 + reserve > limit:
@@ -300,7 +311,25 @@ class StatusBoard(BaseModel):
         elif isinstance(event, Info) and event.step is not None:
             if self.steps[event.step].status in ("pending", "running"):
                 self._set(event.step, "running", event.message)
+        elif isinstance(event, ApprovalRequested):
+            # A relaunch offered under a crash has its own message; that board keeps showing the crash.
+            if not (event.action == "relaunch" and self.failed()):
+                self._set("approve", "running", "waiting for an approver: " + "; ".join(event.reasons))
+        elif isinstance(event, ApprovalDecided):
+            if self.steps["approve"].status == "running":
+                self._approval_decided(event)
         # LogExcerpt and step-less Info do not change the board.
+
+    def _approval_decided(self, event: ApprovalDecided) -> None:
+        who = event.decided_by
+        by = (f" by <@{who}>" if _USER_ID.match(who) else f" by {who}") if who else ""
+        at = f" at {utc_time(event.decided_at)}"
+        if event.decision == "approved":
+            self._set("approve", "done", f"approved{by}{at}")
+        elif event.decision == "superseded":
+            self._set("approve", "running", "the host changed since it was asked: approve the new plan")
+        else:
+            self._set("approve", "failed", f"{event.decision}{by}{at}: nothing was changed")
 
     def progress(self) -> tuple[int, int]:
         rows = self.visible()
@@ -366,7 +395,7 @@ def status_blocks(steps: StatusBoard) -> list[Block]:
     """The status message: title, one row per step (icon, step, short text), the diagnosis if any, a progress bar."""
     board = steps
     rows = [
-        f"{STATUS_ICON[state.status]} *{name}*" + (f"  {escape(clip(state.text, MAX_STEP_CHARS))}" if state.text else "")
+        f"{STATUS_ICON[state.status]} *{name}*" + (f"  {escape_keeping_mentions(clip(state.text, MAX_STEP_CHARS))}" if state.text else "")
         for name, state in board.visible()
     ]
     blocks: list[Block] = [
@@ -503,6 +532,26 @@ def approval_blocks(view: ApprovalView) -> list[Block]:
     return blocks
 
 
+def approval_view(event: ApprovalRequested) -> ApprovalView:
+    """The pending approval message for a pipeline's request: why, and what would change on the command line."""
+    # A stop changes no command line: its reasons say whose server it is.
+    shows_argv = event.plan is not None and event.action != "stop"
+    return ApprovalView(
+        approval_id=event.approval_id,
+        title=event.title,
+        why=list(event.reasons),
+        argv_diff=argv_diff(event.previous_argv, event.plan.argv) if shows_argv and event.plan else [],
+        requested_by=event.requested_by or "the terminal",
+        expires_at=event.expires_at,
+    )
+
+
+def decided_view(view: ApprovalView, event: ApprovalDecided) -> ApprovalView:
+    """The same approval once decided: who and when, no buttons."""
+    return view.model_copy(update={"state": event.decision, "decided_by": event.decided_by,
+                                   "decided_at": event.decided_at})
+
+
 def approval_text(view: ApprovalView) -> str:
     if view.state == "pending":
         return clip(f"Approval needed: {view.title}", 300)
@@ -627,6 +676,22 @@ def plan_failure_blocks(failure: PlanFailure) -> list[Block]:
     if failure.nearest:
         text += f"\n*Nearest plan that would work:* {escape(clip(failure.nearest, 250))}"
     return [_section(text)]
+
+
+#: What a person can write in a deployment's thread (the bot reads replies there).
+THREAD_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("status", "GPUs of the host and what runs there"),
+    ("logs [N]", "the last N lines of the server's log (default 30, at most 200)"),
+    ("stop", "stop this server (frees its GPUs and port)"),
+    ("restart", "stop it and start it again with the same plan"),
+    ("diagnose", "read the end of the log again and say what went wrong"),
+    ("help", "this list"),
+)
+
+
+def thread_help_text() -> str:
+    rows = "\n".join(f"• `{name}`: {escape(what)}" for name, what in THREAD_COMMANDS)
+    return f"In this thread I understand:\n{rows}"
 
 
 def help_blocks(text: str) -> list[Block]:

@@ -10,6 +10,11 @@ Log excerpts are rate-limited: at most one excerpt message per `SlackConfig.exce
 
 Every event is redacted before it is rendered (so a cut can never leave half a secret), and every string of every
 outgoing payload is redacted once more at the door.
+
+Approvals: ApprovalRequested posts an approval message (Approve / Deny buttons, the argv diff) and remembers it in
+`refs`; ApprovalDecided, which may arrive in another SlackThread object or after a restart, finds it there and
+turns it into "Approved by ... at ..." without buttons, and moves the asking status message's approve row too.
+With `refs`, every status update also saves the board, so a restarted bot updates the same status message.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 import aiohttp
 from pydantic import TypeAdapter, ValidationError
@@ -27,6 +32,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import SlackConfig
 from bot.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Crashed,
     Diagnosed,
     Event,
@@ -39,14 +46,18 @@ from bot.events import (
     Stopped,
 )
 from bot.models import Diagnosis
+from handlers.slack.refs import ApprovalMessage
 from handlers.slack.render import (
     ApprovalView,
     StatusBoard,
     approval_blocks,
     approval_text,
+    approval_view,
+    decided_view,
     diagnosis_blocks,
     diagnosis_text,
     escape,
+    escape_keeping_mentions,
     excerpt_blocks,
     parse_error_text,
     plan_failure_blocks,
@@ -62,6 +73,20 @@ Redactor = Callable[[str], str]
 TsCallback = Callable[[str, str], Awaitable[None] | None]
 #: Asked when a diagnosis arrives: the approval to show under it (the pipeline creates it), or None.
 ApprovalLookup = Callable[[Diagnosis], Awaitable[ApprovalView | None]]
+
+
+
+class MessageRefs(Protocol):
+    """Where status boards and approval messages are kept (handlers.slack.refs.SlackRefs)."""
+
+    async def save_board(self, channel: str, thread_ts: str | None, status_ts: str, board: StatusBoard) -> None: ...
+
+    async def board(self, channel: str, status_ts: str) -> StatusBoard | None: ...
+
+    async def save_approval(self, message: ApprovalMessage) -> None: ...
+
+    async def approval(self, approval_id: str) -> ApprovalMessage | None: ...
+
 
 _EVENT = TypeAdapter(Event)
 #: chat.update errors after which the status message is posted anew instead (someone deleted it, or it is too old).
@@ -109,7 +134,15 @@ class SlackThread:
         on_ts: TsCallback | None = None,
         board: StatusBoard | None = None,
         approval_for: ApprovalLookup | None = None,
+        refs: MessageRefs | None = None,
+        status_message: bool = True,
+        quiet_after_ready: bool = True,
     ) -> None:
+        """`status_message=False`: a thread for a command in an existing thread (`logs`, `stop`, ...) whose events
+        are answered as replies only, leaving the deployment's status message alone.
+
+        `quiet_after_ready`: once the server is ready its routine log lines (decode stats every few seconds, for
+        days) are not posted; a crash still brings its last lines and diagnosis, and `logs N` shows the log."""
         self.client = client
         self.channel = channel
         self.thread_ts = thread_ts
@@ -120,6 +153,9 @@ class SlackThread:
         self._redact = redact
         self._on_ts = on_ts
         self._approval_for = approval_for
+        self._refs = refs
+        self._status_message = status_message
+        self._quiet_after_ready = quiet_after_ready
         self._status_lock = asyncio.Lock()
         # Excerpt batching: lines waiting, lines already cut upstream, when the last excerpt went out.
         self._pending_lines: list[str] = []
@@ -137,6 +173,8 @@ class SlackThread:
             response = await self.client.chat_postMessage(channel=self.channel, text=self._redact(parent_text))
             self.channel = response["channel"]  # a channel name given in becomes its ID
             self.thread_ts = response["ts"]
+        if not self._status_message:
+            return
         if self.status_ts is None:
             await self._post_status()
         else:
@@ -147,6 +185,20 @@ class SlackThread:
         a deployment must not stop because a message could not be delivered."""
         self._require_thread()
         event = redact_event(event, self._redact)
+        if self._status_message:
+            await self._apply_to_board(event)
+        try:
+            await self._reply_for(event)
+        except _DELIVERY_ERRORS as exc:
+            self._delivery_failed(f"{event.kind}: {exc}")
+
+    async def show_on_board(self, event: Event) -> None:
+        """Move the status message only, without a reply (e.g. "stopped" on the board of a server that a `stop`
+        in its thread ended, whose own reply went out already)."""
+        self._require_thread()
+        await self._apply_to_board(redact_event(event, self._redact))
+
+    async def _apply_to_board(self, event: Event) -> None:
         before = self.board.model_dump()
         self.board.apply(event)
         if self.board.model_dump() != before:
@@ -154,10 +206,6 @@ class SlackThread:
                 await self._update_status()
             except _DELIVERY_ERRORS as exc:
                 self._delivery_failed(f"status after {event.kind}: {exc}")
-        try:
-            await self._reply_for(event)
-        except _DELIVERY_ERRORS as exc:
-            self._delivery_failed(f"{event.kind}: {exc}")
 
     async def flush(self) -> None:
         """Send the excerpts still waiting (end of a deployment), and a crash's last lines if no diagnosis came."""
@@ -196,7 +244,8 @@ class SlackThread:
 
     async def _reply_for(self, event: Event) -> None:
         if isinstance(event, LogExcerpt):
-            self._queue_excerpt(event)
+            if not (self._quiet_after_ready and self.board.steps["ready"].status == "done"):
+                self._queue_excerpt(event)
             return
         if isinstance(event, Crashed):
             await self._drain_excerpts()
@@ -207,6 +256,13 @@ class SlackThread:
             self._crash_tail = None  # the diagnosis quotes its evidence
             approval = await self._approval_for(event.diagnosis) if self._approval_for else None
             await self.post_diagnosis(event.diagnosis, approval)
+            return
+        if isinstance(event, ApprovalRequested):
+            await self._drain_excerpts()
+            await self._ask_approval(event)
+            return
+        if isinstance(event, ApprovalDecided):
+            await self._approval_decided(event)
             return
         reply = self._reply_text(event)
         if reply is not None:
@@ -225,12 +281,50 @@ class SlackThread:
         if isinstance(event, PlanRejected):
             return f"Plan rejected: {escape(event.failure.reason)}", plan_failure_blocks(event.failure)
         if isinstance(event, Failed):
-            return f"❌ {escape(event.message)}", None
+            return f"❌ {escape_keeping_mentions(event.message)}", None
         if isinstance(event, Stopped):
-            return f"⏹️ {escape(event.message)}", None
+            return f"⏹️ {escape_keeping_mentions(event.message)}", None
         if isinstance(event, Info):
-            return f"ℹ️ {escape(event.message)}", None
+            return f"ℹ️ {escape_keeping_mentions(event.message)}", None
         return None  # Parsed, Probed, Planned, Launched: the status message says it all
+
+    # ----------------------------------------------------------------------------------------- approvals
+
+    async def _ask_approval(self, event: ApprovalRequested) -> None:
+        view = approval_view(event)
+        ts = await self.post_approval(view)
+        if self._refs is not None:
+            await self._refs.save_approval(ApprovalMessage(
+                approval_id=event.approval_id, channel=self.channel, ts=ts, thread_ts=self.thread_ts,
+                status_ts=self.status_ts if self._status_message else None, view=view))
+
+    async def _approval_decided(self, event: ApprovalDecided) -> None:
+        if self._refs is None:
+            log.warning("approval %s decided, but no refs to find its message by", event.approval_id)
+            return
+        message = await self._refs.approval(event.approval_id)
+        if message is None:
+            log.warning("approval %s decided, but its message is unknown (asked from another surface?)",
+                        event.approval_id)
+            return
+        view = decided_view(message.view, event)
+        # The message's own channel: a decision may be told in a thread object bound elsewhere.
+        await self.client.chat_update(channel=message.channel, ts=message.ts,
+                                      **self._payload(approval_text(view), approval_blocks(view)))
+        await self._refs.save_approval(message.model_copy(update={"view": view}))
+        if message.status_ts and (message.channel, message.status_ts) != (self.channel, self.status_ts):
+            await self._update_asking_board(message, event)
+
+    async def _update_asking_board(self, message: ApprovalMessage, event: ApprovalDecided) -> None:
+        """The status message of the thread that asked shows the decision too (its approve row)."""
+        assert self._refs is not None and message.status_ts is not None
+        board = await self._refs.board(message.channel, message.status_ts)
+        if board is None:
+            return
+        board.apply(event)
+        await self.client.chat_update(channel=message.channel, ts=message.status_ts,
+                                      **self._payload(status_text(board), status_blocks(board)))
+        await self._refs.save_board(message.channel, message.thread_ts, message.status_ts, board)
 
     # ----------------------------------------------------------------------------------------- status message
 
@@ -239,6 +333,7 @@ class SlackThread:
             channel=self.channel, thread_ts=self.thread_ts, **self._payload(status_text(self.board), status_blocks(self.board))
         )
         self.status_ts = response["ts"]
+        await self._save_board()
         await self._notify_ts()
 
     async def _update_status(self) -> None:
@@ -256,6 +351,12 @@ class SlackThread:
                     raise
                 log.warning("status message %s is gone (%s); posting a new one", self.status_ts, exc.response["error"])
                 await self._post_status()
+                return
+            await self._save_board()
+
+    async def _save_board(self) -> None:
+        if self._refs is not None and self.status_ts is not None:
+            await self._refs.save_board(self.channel, self.thread_ts, self.status_ts, self.board)
 
     async def _notify_ts(self) -> None:
         if self._on_ts is None or self.thread_ts is None or self.status_ts is None:

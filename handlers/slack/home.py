@@ -1,0 +1,70 @@
+"""App Home: the fleet at a glance (hosts, GPUs used/free from a fresh probe, running deployments with links to
+their threads), published with views.publish when someone opens the app's Home tab."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.models import Deployment, utcnow
+from bot.pipeline import Pipeline
+from bot.probe import probe
+from bot.remote import RemoteError
+from handlers.slack.render import DeploymentSummary, HostSummary, home_view
+
+log = logging.getLogger(__name__)
+
+#: A host that does not answer within this is shown as unreachable: the Home tab must not hang on one bad host.
+PROBE_TIMEOUT_S = 20.0
+
+
+async def _thread_link(client: AsyncWebClient, dep: Deployment) -> str | None:
+    if not (dep.channel and dep.thread_ts):
+        return None  # started from the terminal: no thread to link to
+    try:
+        response = await client.chat_getPermalink(channel=dep.channel, message_ts=dep.thread_ts)
+    except SlackApiError as exc:
+        log.info("no permalink for %s's thread: %s", dep.id, exc.response.get("error"))
+        return None
+    return response.get("permalink")
+
+
+async def _deployment_summary(pipeline: Pipeline, client: AsyncWebClient, dep: Deployment) -> DeploymentSummary:
+    endpoint = None
+    if dep.state == "ready":
+        endpoint = f"http://{pipeline.host_config(dep.host).address}:{dep.port}"
+    return DeploymentSummary(id=dep.id, model=dep.model, engine=dep.engine, port=dep.port, state=dep.state,
+                             pid=dep.pid, endpoint=endpoint, requested_by=dep.requested_by,
+                             thread_url=await _thread_link(client, dep))
+
+
+async def host_summary(pipeline: Pipeline, client: AsyncWebClient, name: str, *,
+                       probe_timeout_s: float = PROBE_TIMEOUT_S) -> HostSummary:
+    host = pipeline.host_config(name)
+    error: str | None = None
+    gpus = []
+    try:
+        facts = await asyncio.wait_for(probe(pipeline.remotes.get(name), name, host), probe_timeout_s)
+        gpus = facts.gpus
+    except RemoteError as exc:
+        error = pipeline.redact(str(exc))
+    except asyncio.TimeoutError:
+        error = f"no answer within {probe_timeout_s:.0f} s"
+    deployments = [await _deployment_summary(pipeline, client, dep)
+                   for dep in await pipeline.store.active_deployments(name)]
+    return HostSummary(name=name, address=host.address, gpus=gpus, deployments=deployments, error=error,
+                       checked_at=utcnow())
+
+
+async def fleet(pipeline: Pipeline, client: AsyncWebClient, *,
+                probe_timeout_s: float = PROBE_TIMEOUT_S) -> list[HostSummary]:
+    """Every configured host, probed at the same time."""
+    return list(await asyncio.gather(*(host_summary(pipeline, client, name, probe_timeout_s=probe_timeout_s)
+                                       for name in pipeline.config.hosts)))
+
+
+async def publish_home(pipeline: Pipeline, client: AsyncWebClient, user_id: str) -> None:
+    await client.views_publish(user_id=user_id, view=home_view(await fleet(pipeline, client)))

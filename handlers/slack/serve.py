@@ -1,0 +1,114 @@
+"""`deploybot serve`: the Slack app, running inside asyncio.
+
+HTTP mode (default): an aiohttp server on --port with Bolt's `/slack/events` for the slash command, the events
+and the interactivity; put it behind a public https URL (Slack calls it). Socket Mode when SLACK_APP_TOKEN is set:
+the bot dials out to Slack over a WebSocket, no public URL needed. Either way, the deployments the store says are
+active are followed again, each in its own thread, before requests are taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import AppConfig, Secrets
+from bot.pipeline import Pipeline
+from bot.store import Store
+from handlers.slack.app import EVENTS_PATH, SlackSurface
+from handlers.slack.client import SlackSetupError, make_web_client
+
+log = logging.getLogger(__name__)
+
+EXIT_SETUP = 2
+
+
+class SlackService:
+    """The Slack app serving (HTTP or Socket Mode) with its pipeline; `start()` then `stop()`."""
+
+    def __init__(self, config: AppConfig, store: Store, secrets: Secrets, *, port: int = 3000,
+                 host: str = "0.0.0.0", client: AsyncWebClient | None = None) -> None:
+        if not secrets.slack_bot_token:
+            raise SlackSetupError("SLACK_BOT_TOKEN is not set: export the bot token (xoxb-...) of the Slack app")
+        if not secrets.slack_app_token and not secrets.slack_signing_secret:
+            raise SlackSetupError("SLACK_SIGNING_SECRET is not set (HTTP mode verifies every request with it); "
+                                  "or set SLACK_APP_TOKEN (xapp-...) for Socket Mode")
+        self.config = config
+        self.store = store
+        self.secrets = secrets
+        self.host = host
+        self._port = port
+        self.pipeline = Pipeline(config, store, secrets=secrets)
+        self.surface = SlackSurface(self.pipeline, secrets, client=client or make_web_client(secrets),
+                                    until_ready=False)
+        self._runner: web.AppRunner | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+
+    @property
+    def socket_mode(self) -> bool:
+        return bool(self.secrets.slack_app_token)
+
+    @property
+    def port(self) -> int | None:
+        """The port HTTP mode listens on (the real one when 0 was asked for); None in Socket Mode."""
+        addresses = self._runner.addresses if self._runner is not None else []
+        return int(addresses[0][1]) if addresses else None
+
+    async def start(self) -> int:
+        """Resume what was running, then take requests. Returns how many deployments were resumed."""
+        resumed = await self.surface.resume_active()
+        if self.socket_mode:
+            self._socket = AsyncSocketModeHandler(self.surface.app, self.secrets.slack_app_token)
+            await self._socket.connect_async()
+        else:
+            self._runner = web.AppRunner(self.surface.app.web_app(path=EVENTS_PATH), access_log=None)
+            await self._runner.setup()
+            await web.TCPSite(self._runner, self.host, self._port).start()
+        return len(resumed)
+
+    async def stop(self) -> None:
+        """Stop taking requests, then cancel the following (the servers keep running; the next start resumes them)."""
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.surface.close()
+        await self.pipeline.close()
+
+
+async def serve(config: AppConfig, store: Store, secrets: Secrets, *, port: int = 3000, host: str = "0.0.0.0",
+                shutdown: asyncio.Event | None = None) -> int:
+    """Run until SIGINT / SIGTERM (or `shutdown` is set). Exit code 0, or 2 when the Slack setup is incomplete."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        service = SlackService(config, store, secrets, port=port, host=host)
+    except SlackSetupError as exc:
+        print(f"deploybot serve: {exc}", file=sys.stderr)
+        return EXIT_SETUP
+    stop = shutdown or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            handled.append(signum)
+        except (NotImplementedError, RuntimeError):
+            pass  # not the main thread, or a platform without signals: `shutdown` still works
+    try:
+        resumed = await service.start()
+        where = "Socket Mode" if service.socket_mode else f"http://{host}:{service.port}{EVENTS_PATH}"
+        log.info("deploybot is listening (%s); %d deployment(s) resumed", where, resumed)
+        await stop.wait()
+    finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)
+        await service.stop()
+    return 0
