@@ -13,7 +13,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -97,6 +98,7 @@ class Follower:
         self.reconnect_attempts = reconnect_attempts
         self.backoff_max_s = backoff_max_s
         self.ready_line_seen = False
+        self.ready_reached = False  # announced once; later messages only stream on
         self.health_ok_since: float | None = None
         self.kv_tokens: int | None = None
         self.last_decode: DecodeStats | None = None
@@ -147,7 +149,12 @@ class Follower:
 
     async def _stream_once(self, *, until_ready: bool, started: float) -> FollowOutcome | None:
         command = [self.host.python, "-", json.dumps(self._agent_args())]
-        async for raw in self.remote.stream(command, input=agent_source("follow_agent")):
+        # aclosing: returning at ready must end the agent's stream now, not whenever the generator is collected.
+        async with aclosing(self.remote.stream(command, input=agent_source("follow_agent"))) as stream:
+            return await self._consume(stream, until_ready=until_ready, started=started)
+
+    async def _consume(self, stream: AsyncIterator[str], *, until_ready: bool, started: float) -> FollowOutcome | None:
+        async for raw in stream:
             try:
                 message = json.loads(raw)
             except json.JSONDecodeError:
@@ -169,12 +176,13 @@ class Follower:
                                      lines_seen=self.lines_seen)
             if self.batcher.due(now):
                 await self._flush(now)
-            if self._is_ready(now):
+            if not self.ready_reached and self._is_ready(now):
+                self.ready_reached = True
                 await self._flush(now)
                 if until_ready:
                     return FollowOutcome(state="ready", seconds=now - started, kv_tokens=self.kv_tokens,
                                          last_decode=self.last_decode, lines_seen=self.lines_seen)
-            elif now - started > self.ready_timeout_s and self.dep.state != "ready":
+            elif not self.ready_reached and now - started > self.ready_timeout_s:
                 await self._flush(now)
                 await self.thread.emit(Info(message=f"not ready after {self.ready_timeout_s:.0f} s; still following"))
                 self.ready_timeout_s = float("inf")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shlex
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -97,12 +99,15 @@ class LocalRemote:
 
     async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
         self.round_trips += 1
+        # Its own process group: closing the stream ends the command and everything it started (a plain kill
+        # would end only `sh`, and dash does not exec its last command, so the agent would live on).
         proc = await asyncio.create_subprocess_exec(
             "sh", "-c", remote_command(argv),
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             limit=1 << 20,
+            start_new_session=True,
         )
         try:
             if input is not None and proc.stdin is not None:
@@ -114,7 +119,10 @@ class LocalRemote:
                 yield raw.decode(errors="replace").rstrip("\n")
         finally:
             if proc.returncode is None:
-                proc.kill()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 await proc.wait()
 
     async def close(self) -> None:
