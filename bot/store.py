@@ -81,6 +81,23 @@ MIGRATIONS: list[str] = [
         at TEXT NOT NULL
     );
     """,
+    # 3: where a chat surface's messages are (status message boards, approval messages), so that a restarted
+    # bot goes on updating the same messages. Written only by the surface (handlers/slack/refs.py).
+    """
+    CREATE TABLE slack_status_boards (
+        channel TEXT NOT NULL,
+        status_ts TEXT NOT NULL,
+        thread_ts TEXT,
+        board TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (channel, status_ts)
+    );
+    CREATE TABLE slack_approval_messages (
+        approval_id TEXT PRIMARY KEY,
+        data TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
 ]
 
 ACTIVE_STATES: tuple[DeploymentState, ...] = ("planned", "launching", "starting", "ready", "stopping")
@@ -135,6 +152,10 @@ class Store:
 
     async def _run(self, fn, *args):  # type: ignore[no-untyped-def]
         return await asyncio.to_thread(fn, *args)
+
+    async def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """One statement on the store's connection, off the event loop (for a surface's own tables)."""
+        return await self._run(self._query, statement, params)
 
     # ------------------------------------------------------------------ deployments
 

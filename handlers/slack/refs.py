@@ -1,39 +1,18 @@
 """Where deploybot's Slack messages are: each status message's board and each approval message's ts and view.
 
-Kept in the store's SQLite file (own tables, own connection) so that a restarted bot goes on updating the same
+Kept in the store's SQLite file (its own tables, created by the store's versioned migrations) so that a restarted bot goes on updating the same
 status message, and can still turn an approval message into "Approved by ... at ..." when someone clicks it.
 The tables belong to the Slack surface only; the core store knows nothing of Slack messages.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-import threading
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from bot.models import Frozen
 from bot.store import Store
 from handlers.slack.render import ApprovalView, StatusBoard
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS slack_status_boards (
-        channel TEXT NOT NULL,
-        status_ts TEXT NOT NULL,
-        thread_ts TEXT,
-        board TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        PRIMARY KEY (channel, status_ts)
-    )""",
-    """CREATE TABLE IF NOT EXISTS slack_approval_messages (
-        approval_id TEXT PRIMARY KEY,
-        data TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-    )""",
-)
-
 
 class ApprovalMessage(Frozen):
     """An approval message in Slack: where it is, what it shows, and the status message of the thread that asked
@@ -48,27 +27,18 @@ class ApprovalMessage(Frozen):
 
 
 class SlackRefs:
-    """Implements handlers.slack.thread.MessageRefs on SQLite."""
+    """Implements handlers.slack.thread.MessageRefs on the store's SQLite file (tables from its migration 3)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._lock = threading.Lock()
-        self._db.execute("PRAGMA journal_mode=WAL")  # the store opens the same file in WAL mode too
-        self._db.execute("PRAGMA busy_timeout=30000")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     @classmethod
     def beside(cls, store: Store) -> "SlackRefs":
         """Refs kept in the same file as the store (one file to back up, one to move)."""
-        return cls(store.path)
+        return cls(store)
 
-    def _run_sync(self, sql: str, params: tuple[Any, ...]) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
-
-    async def _run(self, sql: str, params: tuple[Any, ...]) -> list[sqlite3.Row]:
-        return await asyncio.to_thread(self._run_sync, sql, params)
+    async def _run(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return await self._store.sql(sql, params)
 
     async def save_board(self, channel: str, thread_ts: str | None, status_ts: str, board: StatusBoard) -> None:
         await self._run(
@@ -94,8 +64,7 @@ class SlackRefs:
         return ApprovalMessage.model_validate_json(rows[0][0]) if rows else None
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Nothing of its own to close: the store owns the connection."""
 
 
 def _now() -> str:
