@@ -66,7 +66,7 @@ class DeployRequest(Frozen):
         return {name: getattr(self, name) for name in PUBLIC_REQUEST_FIELDS}
 
     def summary(self) -> str:
-        parts = [self.action]
+        parts: list[str] = [self.action]
         if self.model:
             parts.append(self.model)
         if self.host:

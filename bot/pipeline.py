@@ -468,7 +468,7 @@ class Pipeline:
             if await self.store.decide_approval(approval_id, "expired", None):
                 await thread.emit(ApprovalDecided(approval_id=approval_id, decision="expired", decided_at=now))
             return Outcome("denied", message="this approval expired; ask again")
-        decision = "approved" if approve else "denied"
+        decision: Literal["approved", "denied"] = "approved" if approve else "denied"
         if not await self.store.decide_approval(approval_id, decision, user):
             return Outcome("done", message="someone else decided first")  # a double click, or two approvers at once
         await self.store.audit(f"{decision}_{row['action']}", actor=user, deployment_id=row["deployment_id"],

@@ -12,7 +12,7 @@ import logging
 import os
 import shlex
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,7 +69,7 @@ class Remote(Protocol):
 
     async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult: ...
 
-    def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]: ...
+    def stream(self, argv: list[str], *, input: str | None = None) -> AsyncGenerator[str, None]: ...
 
     async def close(self) -> None: ...
 
@@ -97,7 +97,7 @@ class LocalRemote:
             raise RemoteError(f"{self.host}: command timed out after {timeout:.0f} s") from None
         return RunResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
-    async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
+    async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncGenerator[str, None]:
         self.round_trips += 1
         # Its own process group: closing the stream ends the command and everything it started (a plain kill
         # would end only `sh`, and dash does not exec its last command, so the agent would live on).
@@ -242,7 +242,7 @@ class SshRemote:
             raise HostUnreachable(f"{self.host}: connection lost ({exc})") from None
         return RunResult(result.exit_status, str(result.stdout or ""), str(result.stderr or ""))
 
-    async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncIterator[str]:
+    async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncGenerator[str, None]:
         conn = await self.connection()
         self.round_trips += 1
         try:

@@ -15,7 +15,7 @@ import yaml
 
 from bot.cli import main as cli_main
 from bot.config import Secrets, parse_config
-from bot.events import Crashed, Diagnosed, Launched, LogExcerpt, ParseFailed, Planned, Probed, Ready, RecordingThread
+from bot.events import Crashed, Diagnosed, Launched, LogExcerpt, Planned, Probed, Ready, RecordingThread
 from bot.pipeline import Pipeline, Requester
 from bot.store import Store
 

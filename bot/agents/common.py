@@ -1,7 +1,6 @@
 """Helpers shared by the agents. `bot.probe.agent_source` puts this text in front of an agent's own before it is
 sent to a host, so each agent still travels as one self-contained script (standard library only)."""
 
-import json
 import os
 
 

@@ -13,13 +13,16 @@ Lines out:
 Like `tail -F`, it polls the file on the host itself (cheap, local), not over the network.
 """
 
-# `alive` comes from agents/common.py, sent in front of this script (see bot.probe.agent_source).
 import json
 import os
 import sys
 import time
 import urllib.error
 import urllib.request
+
+if "alive" not in globals():  # run on its own (by hand, in a checkout) rather than sent after agents/common.py
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import alive  # noqa: E402
 
 MAX_LINE = 4096
 

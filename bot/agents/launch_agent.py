@@ -13,13 +13,16 @@ Idempotent: a launch record (`<key>.launch.json` next to the log) names the depl
 same deployment whose process is still alive returns the record instead of starting a second server.
 """
 
-# `alive` comes from agents/common.py, sent in front of this script (see bot.probe.agent_source).
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+
+if "alive" not in globals():  # run on its own (by hand, in a checkout) rather than sent after agents/common.py
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import alive  # noqa: E402
 
 # The trap comes after the fork so the engine keeps default signal handling, while the supervisor survives the
 # group-wide TERM of `stop` long enough to write the engine's exit status.

@@ -41,7 +41,5 @@ def make_web_client(secrets: Secrets) -> AsyncWebClient:
     """An AsyncWebClient with the bot token, pointed at SLACK_API_URL when set (a local Slack-compatible server)."""
     if not secrets.slack_bot_token:
         raise SlackSetupError("SLACK_BOT_TOKEN is not set: export the bot token (xoxb-...) of the Slack app")
-    options: dict[str, str] = {}
-    if secrets.slack_api_url:
-        options["base_url"] = api_base_url(secrets.slack_api_url)
-    return AsyncWebClient(token=secrets.slack_bot_token, retry_handlers=retry_handlers(), **options)
+    base_url = api_base_url(secrets.slack_api_url) if secrets.slack_api_url else AsyncWebClient.BASE_URL
+    return AsyncWebClient(token=secrets.slack_bot_token, base_url=base_url, retry_handlers=retry_handlers())

@@ -634,8 +634,8 @@ def argv_diff(old: list[str] | None, new: list[str]) -> list[str]:
     """
     new_head, new_groups = _flag_groups(new)
     if old is None:
-        lines = [shlex.join(new_head)] if new_head else []
-        return lines + [_show(name, values) for name, values in new_groups]
+        full = [shlex.join(new_head)] if new_head else []
+        return full + [_show(name, values) for name, values in new_groups]
     old_head, old_groups = _flag_groups(old)
     lines: list[str] = []
     if old_head != new_head:
