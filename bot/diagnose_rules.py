@@ -120,6 +120,12 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:not supported|not compatible|only supported|only supports?|not implemented|invalid|must be"
             r"|does not support)\b"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
+    # SGLang checks its speculative arguments with bare asserts (e.g. draft tokens or topk without num-steps): the
+    # AssertionError has no message, the frames above it name the speculative handling.
+    Rule("speculative_assert", "speculative_config_invalid", _r(r"^\s*AssertionError\b:?\s*(.*)$"), 76, 0.8,
+         "an assert in the engine's speculative-decoding argument checks failed: SGLang needs "
+         "--speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens all set, or none",
+         context=_r(r"speculat")),
     Rule("draft_weights_missing", "speculative_config_invalid",
          _r(r"KeyError: '([^']*(?:mtp|nextn|eagle|draft|spec_)[^']*)'"), 72, 0.75,
          "the MTP/draft weights could not be loaded ({0} not found): the checkpoint or this engine version does not "

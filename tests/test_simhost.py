@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import parse_config
+from bot.diagnose import diagnose
 from bot.simhost import GPU_PRESETS, SimHost, build_sim_host
 from bot.simhost.modelfiles import CONFIG_DIR
 from bot.simhost.scenarios import shipped_crashlogs
@@ -307,6 +308,11 @@ def test_sglang_partial_speculative_flags_fail_with_assertion(simhost: SimHost) 
     assert result.returncode == 1
     assert result.stderr.rstrip().splitlines()[-1] == "AssertionError"
     assert "server_args.py" in result.stderr and "_handle_speculative_decoding" in result.stderr
+    # The seed case's crash ("the exact cause is not fully clear") is named by the diagnoser.
+    diagnosis = diagnose(result.stdout + result.stderr, exit_code=1, engine="sglang")
+    assert diagnosis.category == "speculative_config_invalid"
+    assert diagnosis.evidence[0].text.strip() == "AssertionError"
+    assert diagnosis.fix is not None
 
 
 def test_sglang_unknown_flag_exits_2_like_argparse(simhost: SimHost) -> None:
