@@ -266,11 +266,30 @@ _KV_NEEDED = re.compile(r"max seq len \((\d+)\).*?\(([\d.]+) GiB KV cache is nee
                         r"available KV cache memory \(([\d.]+) GiB\)")
 
 
+def _advise_busy_gpu(f: Finding, s: PlanView) -> Advice:
+    """vLLM found less free memory than its utilisation asks: other processes hold the GPU. The log says how much
+    is free, which beats a plan made before the others came."""
+    assert f.match is not None
+    free_gib, total_gib, asked = float(f.match.group(1)), float(f.match.group(2)), float(f.match.group(3))
+    flag_mf = s.flag("mem_fraction")
+    target = math.floor((free_gib / total_gib - 0.02) * 100) / 100
+    weights_gib = s.weights_per_gpu / 2**30 if s.weights_per_gpu is not None else None
+    held = f"only {free_gib:.1f} of {total_gib:.1f} GiB is free (other processes hold {total_gib - free_gib:.1f} GiB)"
+    if target < 0.3 or (weights_gib is not None and target * total_gib < weights_gib * 1.2):
+        return ([f"{held}: too little for this model next to them; stop those processes (see `status`) or "
+                 f"launch on other GPUs"], None)
+    return ([f"{held}: relaunch with {flag_mf} {target:.2f} (was {asked:.2f}), or stop the other processes first"],
+            Fix(summary=f"{flag_mf} {asked:.2f} -> {target:.2f} (fit in what the other processes leave free)",
+                overrides=PlanOverrides(mem_fraction=target)))
+
+
 def _advise_kv(f: Finding, s: PlanView) -> Advice:
     steps: list[str] = []
     fix: Fix | None = None
     flag_mf, flag_ctx = s.flag("mem_fraction"), s.flag("context")
     current, total, free, weights = s.mem_fraction, s.gpu_total, s.gpu_free, s.weights_per_gpu
+    if f.rule == "free_memory_startup" and f.match is not None:
+        return _advise_busy_gpu(f, s)
     memory = s.memory_sentence()
     text = f.decisive.text if f.decisive else ""
     estimate = re.search(r"estimated maximum model length is (\d+)", text)

@@ -238,6 +238,12 @@ RULES: tuple[Rule, ...] = (
          _r(r"max_total_tokens=\d+ is larger than the profiled value (-\d+)"), 70, 0.8,
          "the KV cache budget came out negative ({0} tokens): the weights fill the memory fraction", kind="raise",
          any_level=True),
+    # vLLM checks at start that the GPU has the memory its utilisation asks for; other processes hold the rest.
+    Rule("free_memory_startup", "kv_cache_insufficient",
+         _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory "
+            r"utilization \(([\d.]+)"),
+         82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
+         "--gpu-memory-utilization {2} asks for", kind="lower"),
     Rule("kv_max_len", "kv_cache_insufficient",
          _r(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
             r"\((\d+)\)"),

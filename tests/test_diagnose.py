@@ -712,3 +712,28 @@ def test_read_tail_refuses_a_bound_below_one(tmp_path):
     log.write_text("x\n")
     with pytest.raises(ValueError, match="at least 1"):
         read_tail(log, max_bytes=0)
+
+
+# ---------------------------------------------------------------------------------------------- a GPU held by others
+
+FREE_MEMORY = ("ValueError: Free memory on device cuda:0 ({free}/79.1 GiB) on startup is less than desired GPU memory "
+               "utilization (0.9, 71.2 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+               "processes.")
+
+
+def test_vllm_start_check_with_room_left_proposes_a_utilisation_that_fits_what_is_free() -> None:
+    d = diagnose(FREE_MEMORY.format(free="30.2"), engine="vllm")
+    assert d.category == "kv_cache_insufficient" and "30.2" in d.cause
+    assert d.fix is not None and d.fix.overrides.mem_fraction == 0.36  # 30.2 / 79.1 = 0.38, less a margin
+    assert "Free memory on device" in d.evidence[0].text
+
+
+def test_vllm_start_check_on_a_nearly_full_gpu_offers_no_fix_but_says_who_to_move() -> None:
+    d = diagnose(FREE_MEMORY.format(free="10.2"), engine="vllm")
+    assert d.category == "kv_cache_insufficient" and d.fix is None
+    assert "other processes" in d.next_steps[0] and "other GPUs" in d.next_steps[0]
+
+
+def test_a_bare_assertion_without_speculative_frames_stays_unrecognised() -> None:
+    d = diagnose('Traceback (most recent call last):\n  File "x.py", line 3, in f\n    assert x > 0\nAssertionError')
+    assert d.category == "other"
