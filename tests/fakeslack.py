@@ -84,6 +84,8 @@ class FakeSlack:
     """See the module docstring. `token`: the only bot token accepted."""
 
     token: str = "xoxb-fake-deploybot-token"
+    #: The app-level token Socket Mode dials out with (apps.connections.open accepts only this one).
+    app_token: str = "xapp-fake-deploybot-token"
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     channels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -96,6 +98,10 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
+        # Socket Mode: the bot's open WebSocket and the acks it sent back, by envelope id.
+        self._socket: web.WebSocketResponse | None = None
+        self._socket_acks: dict[str, dict[str, Any]] = {}
+        self.socket_connections = 0
 
     # ----------------------------------------------------------------------------------------- lifecycle
 
@@ -110,6 +116,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{response_id}", self._response_url)
+        app.router.add_get("/socket", self._socket_link)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         # Bind the socket ourselves so the chosen free port is known without reaching into aiohttp's internals.
@@ -222,7 +229,7 @@ class FakeSlack:
         fault = self._take_fault(method)
         if token is None:
             status, body = 200, {"ok": False, "error": "not_authed"}
-        elif token != self.token:
+        elif token != (self.app_token if method == "apps.connections.open" else self.token):
             status, body = 200, {"ok": False, "error": "invalid_auth"}
         elif fault is not None:
             status, body = fault.status, {"ok": False, "error": fault.error}
@@ -266,7 +273,47 @@ class FakeSlack:
             "users.info": self._users_info,
             "conversations.info": self._conversations_info,
             "conversations.replies": self._conversations_replies,
+            "apps.connections.open": self._connections_open,
         }
+
+    # ----------------------------------------------------------------------------------------- Socket Mode
+
+    def _connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+
+    async def _socket_link(self, request: web.Request) -> web.WebSocketResponse:
+        """Slack's side of a Socket Mode link: says hello, pushes envelopes, records the acks that come back."""
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._socket = ws
+        self.socket_connections += 1
+        async with self._changed:
+            self._changed.notify_all()
+        await ws.send_json({"type": "hello", "num_connections": 1, "debug_info": {"host": "fakeslack"},
+                            "connection_info": {"app_id": "AFAKE"}})
+        async for message in ws:
+            if message.type != web.WSMsgType.TEXT:
+                continue
+            ack = json.loads(message.data)
+            if "envelope_id" in ack:
+                self._socket_acks[ack["envelope_id"]] = ack
+                async with self._changed:
+                    self._changed.notify_all()
+        if self._socket is ws:
+            self._socket = None
+        return ws
+
+    async def socket_send(self, kind: str, payload: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        """Deliver one envelope (`slash_commands`, `events_api`, `interactive`) over the bot's Socket Mode link and
+        return the bot's ack, as Slack would wait for it."""
+        await self.wait_for(lambda: self._socket is not None, timeout)
+        assert self._socket is not None
+        envelope_id = f"env-{next(self._ts_counter)}"
+        await self._socket.send_json({"envelope_id": envelope_id, "type": kind, "payload": payload,
+                                      "accepts_response_payload": kind != "events_api", "retry_attempt": 0,
+                                      "retry_reason": ""})
+        await self.wait_for(lambda: envelope_id in self._socket_acks, timeout)
+        return self._socket_acks[envelope_id]
 
     def _next_ts(self) -> str:
         n = next(self._ts_counter) * 100
