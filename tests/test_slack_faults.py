@@ -192,6 +192,18 @@ async def test_an_expired_approval_changes_nothing(make_bot: HarnessFactory) -> 
     assert len(bot.launches()) == 1 and (await bot.store.get_approval(approval_id))["state"] == "expired"
 
 
+async def test_an_approval_nobody_answers_expires_on_its_own_and_its_buttons_go(make_bot: HarnessFactory) -> None:
+    bot = await make_bot(scenario=CRASH, policy={"approval_ttl_minutes": 0.001})  # 60 ms
+    thread_ts, approval, approval_id = await crashed_with_approval(bot)
+    await asyncio.sleep(0.2)  # past the expiry (the scenario's setup, not a timing assertion)
+    assert await bot.service.surface.expire_due() == 1
+    assert (await bot.store.get_approval(approval_id))["state"] == "expired"
+    shown = blocks_text(bot.slack.message(CHANNEL, approval.ts))
+    assert "Expired at" in shown and APPROVE_ACTION_ID not in shown
+    assert await bot.service.surface.expire_due() == 0  # once
+    assert len(bot.launches()) == 1
+
+
 # --------------------------------------------------------------------------------------------- Slack refuses
 
 

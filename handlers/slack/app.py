@@ -19,6 +19,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Coroutine
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -463,6 +464,36 @@ class SlackSurface:
         board.steps["approve"] = StepState(status="running", text="waiting for an approver")
         # Posted on its first change: a refused click leaves no trace in the channel.
         return self._thread(channel, thread_ts=thread_ts, board=board)
+
+    async def expire_due(self) -> int:
+        """Mark pending approvals past their expiry as expired and show it on their messages (no buttons left to
+        click on a request nobody answered). Returns how many expired now."""
+        expired = 0
+        now = utcnow()
+        for row in await self.store.pending_approvals():
+            if datetime.fromisoformat(row["expires_at"]) >= now:
+                continue
+            if not await self.store.decide_approval(row["id"], "expired", None):
+                continue  # someone clicked meanwhile
+            expired += 1
+            await self.store.audit(f"expired_{row['action']}", deployment_id=row["deployment_id"], result="expired",
+                                   detail=row["id"])
+            message = await self.refs.approval(row["id"])
+            channel = (message.channel if message else None) or row["data"].get("channel")
+            if channel:
+                thread_ts = (message.thread_ts if message else None) or row["data"].get("thread_ts")
+                thread = await self._decision_thread(row, message, channel, thread_ts)
+                await thread.emit(ApprovalDecided(approval_id=row["id"], decision="expired", decided_at=now))
+                await thread.flush()
+        return expired
+
+    async def expire_forever(self, interval_s: float = 30.0) -> None:
+        while True:
+            try:
+                await self.expire_due()
+            except Exception:  # noqa: BLE001 - one bad row must not stop the sweep; the log has it
+                log.exception("approval expiry sweep failed")
+            await asyncio.sleep(interval_s)
 
     # ----------------------------------------------------------------------------------------- App Home
 

@@ -62,6 +62,7 @@ class SlackService:
     async def start(self) -> int:
         """Resume what was running, then take requests. Returns how many deployments were resumed."""
         resumed = await self.surface.resume_active()
+        self.surface.spawn(self.surface.expire_forever(), name="approval-expiry")
         if self.socket_mode:
             self._socket = AsyncSocketModeHandler(self.surface.app, self.secrets.slack_app_token)
             await self._socket.connect_async()
