@@ -551,6 +551,9 @@ class Pipeline:
         if not targets:
             where = f" on {request.host}" if request.host else ""
             msg = f"nothing deploybot started is running{where}" + (f" for {request.model}" if request.model else "")
+            others = await self._servers_started_elsewhere(request)
+            if others:
+                msg += ". Running there, not started by deploybot (stop it by hand or ask its owner):\n" + "\n".join(others)
             await thread.emit(Info(message=msg, step="stop"))
             return Outcome("done", message=msg)
         outcome = Outcome("stopped")
@@ -565,6 +568,26 @@ class Pipeline:
                     continue
             outcome = await self._stop_one(dep, thread, who)
         return outcome
+
+    async def _servers_started_elsewhere(self, request: DeployRequest) -> list[str]:
+        """Inference servers the probe sees on the host that deploybot did not start (by hand, another tool), so
+        that "stop X" finding nothing of ours still tells what holds the GPUs and who owns it."""
+        if request.host is None:
+            return []
+        try:
+            facts = await probe(self.remotes.get(request.host), request.host, self.host_config(request.host))
+        except RemoteError:
+            return []
+        lines: dict[int, str] = {}
+        for proc in facts.gpu_processes:
+            server = proc.server
+            if server is None or proc.pid in lines:
+                continue
+            if request.model and request.model.lower() not in (server.model_path or "").lower():
+                continue
+            lines[proc.pid] = (f"  GPU {proc.gpu_index}: PID {proc.pid}, {server.engine} {server.model_path or '?'}, "
+                               f"port {server.port or '?'}, user {proc.user or '?'}")
+        return list(lines.values())
 
     async def _stop_one(self, dep: Deployment, thread: Thread, who: Requester) -> Outcome:
         remote = self.remotes.get(dep.host)

@@ -164,3 +164,32 @@ async def test_ready_thread_reports_kv_capacity_and_measured_memory(tmp_path):
     finally:
         await pipeline.close()
         sim.terminate_processes()
+
+
+async def test_stop_of_a_server_deploybot_did_not_start_names_it_and_touches_nothing(tmp_path):
+    import os
+    import subprocess
+
+    sim = build_sim_host(tmp_path / "CT129", ready_after_s=0.3)
+    pipeline = make_pipeline(tmp_path, {"CT129": sim.host_config()})
+    # Someone started a server by hand, outside deploybot.
+    manual = subprocess.Popen(
+        [str(sim.python), "-m", "sglang.launch_server", "--model-path", str(sim.models_dir / "Qwen3-32B"),
+         "--port", "30777", "--tp-size", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"})
+    try:
+        for _ in range(100):  # until the fake engine has registered on the GPUs (what nvidia-smi will show)
+            if str(manual.pid) in sim.state_file.read_text():
+                break
+            await asyncio.sleep(0.1)
+        thread = RecordingThread()
+        outcome = await pipeline.handle_text("stop Qwen3-32B on CT129", thread, Requester(user="U1"))
+        assert outcome.state == "done"
+        text = thread.of(Info)[-1].message
+        assert "not started by deploybot" in text and f"PID {manual.pid}" in text and "port 30777" in text
+        assert manual.poll() is None  # untouched
+    finally:
+        manual.terminate()
+        manual.wait(timeout=10)
+        await pipeline.close()
+        sim.terminate_processes()
