@@ -277,8 +277,7 @@ async def measure(args: argparse.Namespace, work: Path) -> int:
         told: dict[str, int] = {}
         # The bot's ack path alone (bad requests only: nothing runs after the ack), then the mixed load.
         bad_only = [BAD_REQUESTS[i % len(BAD_REQUESTS)] for i in range(len(texts))]
-        runs = [("bare", "bare", texts), ("bot_ack_path", "bot", bad_only), ("bot", "bot", texts),
-                ("bot_pooled", "pooled", texts)]
+        runs = [("bare", "bare", texts), ("bot_ack_path", "bot", bad_only), ("bot", "bot", texts)]
         for name, kind, sent in runs:
             spec = work / f"{name}.json"  # each run its own store: no run sees another's deliveries
             spec.write_text(json.dumps({"config": bot_config(work), "db": str(work / f"{name}.sqlite3")}))
@@ -320,11 +319,6 @@ def report(results: dict[str, tuple[list[Ack], dict]], told: dict[str, int], sen
     figure("bot_ack_path_p50", ms * percentile(path_s, 50), "ms (bad requests only: no work after the ack)")
     figure("bot_ack_path_p99", ms * percentile(path_s, 99), "ms")
     figure("ratio_p50_ack_path_over_floor", ratio(percentile(path_s, 50), percentile(bare_s, 50)), "x")
-    pooled_s = [a.seconds for a in results["bot_pooled"][0]]
-    figure("bot_pooled_client_ack_p50", ms * percentile(pooled_s, 50),
-           "ms (the same load, Web API client keeping its connections)")
-    figure("bot_pooled_client_ack_p99", ms * percentile(pooled_s, 99), "ms")
-    figure("bot_pooled_client_cpu_while_serving", results["bot_pooled"][1]["cpu_s"], "s")
     figure("ratio_p50_bot_over_floor", ratio(percentile(bot_s, 50), percentile(bare_s, 50)), "x")
     figure("ratio_p99_bot_over_floor", ratio(percentile(bot_s, 99), percentile(bare_s, 99)), "x")
     figure("acks_over_slack_limit", sum(1 for s in bot_s if s > SLACK_LIMIT_S), f"(limit {SLACK_LIMIT_S:.0f} s)")
@@ -334,7 +328,6 @@ def report(results: dict[str, tuple[list[Ack], dict]], told: dict[str, int], sen
     figure("deploys_started_after_ack", bot["pending_at_end_of_load"], "(still running when the load ended)")
     all_deploys = sum(1 for t in sent if t == START)
     figure("deploy_threads_told_failure", f"{told['bot']}/{all_deploys}", "(warm-up deploys included)")
-    figure("deploy_threads_told_failure_pooled", f"{told['bot_pooled']}/{all_deploys}")
     # The ack path's CPU per request, from the bad-requests-only run; the rest of the mixed run is the deploys' stories.
     per_ack = results["bot_ack_path"][1]["cpu_s"] / len(sent)
     figure("bot_cpu_per_ack", 1000 * per_ack, "ms (bad-requests-only run)")

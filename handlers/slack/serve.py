@@ -48,6 +48,7 @@ class SlackService:
                                     until_ready=False)
         self._runner: web.AppRunner | None = None
         self._socket: AsyncSocketModeHandler | None = None
+        self._sweeper: asyncio.Future[None] | None = None
 
     @property
     def socket_mode(self) -> bool:
@@ -62,7 +63,8 @@ class SlackService:
     async def start(self) -> int:
         """Resume what was running, then take requests. Returns how many deployments were resumed."""
         resumed = await self.surface.resume_active()
-        self.surface.spawn(self.surface.expire_forever(), name="approval-expiry")
+        # Not one of the surface's tasks (those are the stories, which drain); ended with the story loop.
+        self._sweeper = self.surface.stories.submit(self.surface.expire_forever())
         if self.socket_mode:
             self._socket = AsyncSocketModeHandler(self.surface.app, self.secrets.slack_app_token)
             await self._socket.connect_async()
@@ -80,8 +82,7 @@ class SlackService:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self.surface.close()
-        await self.pipeline.close()
+        await self.surface.close()  # cancels the stories and closes the pipeline's connections on their loop
 
 
 async def serve(config: AppConfig, store: Store, secrets: Secrets, *, port: int = 3000, host: str = "0.0.0.0",
