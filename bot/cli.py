@@ -1,4 +1,4 @@
-"""`deploybot` entry point: ask | parse | plan | probe | resume | diagnose | demo | serve | manifest | audit | help."""
+"""`deploybot` entry point: ask | chat | parse | plan | probe | resume | diagnose | demo | serve | manifest | audit | help."""
 
 from __future__ import annotations
 
@@ -107,6 +107,42 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(plan_json(result[0]))
     return 0
+
+
+async def cmd_chat(args: argparse.Namespace) -> int:
+    """A terminal conversation with the bot: one request a line, told as the Slack thread would tell it."""
+    import getpass
+
+    from bot.pipeline import Pipeline, Requester
+    from bot.request import help_text, is_help_request
+    from handlers.console import ConsoleApprover, ConsoleThread
+
+    config = _config(args)
+    console = Console(highlight=False, soft_wrap=True)
+    interactive = sys.stdin.isatty()
+    pipeline = Pipeline(config, _store(args), secrets=Secrets(),
+                        approver=ConsoleApprover(console, assume_yes=args.yes, interactive=interactive))
+    who = Requester(user=getpass.getuser())
+    worst = 0
+    try:
+        while True:
+            try:
+                line = await asyncio.to_thread(input, "deploybot> " if interactive else "")
+            except EOFError:
+                break
+            text = line.strip()
+            if text in ("quit", "exit"):
+                break
+            if not text:
+                continue
+            if is_help_request(text):
+                console.print(help_text(pipeline.inventory()))
+                continue
+            outcome = await pipeline.handle_text(text, ConsoleThread(console), who)
+            worst = max(worst, outcome.exit_code)
+    finally:
+        await pipeline.close()
+    return worst
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
@@ -235,6 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("chat", help="talk to the bot in the terminal: one request a line (quit or Ctrl-D ends)")
+    p.add_argument("--yes", action="store_true", help="approve risky steps without asking")
+
     p = sub.add_parser("resume", help="re-attach to the deployments that were running when the bot stopped")
     p.add_argument("--until-ready", action="store_true", help="return once each is ready instead of following on")
 
@@ -266,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ASYNC = {"ask": cmd_ask, "parse": cmd_parse, "plan": cmd_plan, "probe": cmd_probe, "serve": cmd_serve,
-         "demo": cmd_demo, "resume": cmd_resume}
+         "demo": cmd_demo, "resume": cmd_resume, "chat": cmd_chat}
 SYNC = {"diagnose": cmd_diagnose, "audit": cmd_audit, "help": cmd_help, "manifest": cmd_manifest}
 
 

@@ -112,3 +112,18 @@ def test_a_bad_config_names_the_key_and_exits_2(tmp_path, capsys):
 def test_a_missing_config_says_how_to_give_one(tmp_path, capsys):
     code = main(["--config", str(tmp_path / "nope.yaml"), "ask", "status"])
     assert code == 2 and "--config" in capsys.readouterr().err
+
+
+def test_chat_takes_one_request_a_line_until_the_input_ends(config, tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    lines = "help\nwhat's running on CT129?\nstart Llama-3.1-8B-Instruct on CT129\nstop everything on CT129\n"
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "--config", str(config), "--db", str(tmp_path / "s.db"),
+                           "chat"], input=lines, capture_output=True, text=True, cwd=root, timeout=120)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "start Llama-3.1-8B-Instruct on CT129" in out  # help's examples come from the inventory
+    assert "CT129: GPU 0" in out  # status
+    assert "ready at http://" in out and "stopped cleanly" in out
