@@ -653,13 +653,14 @@ class Pipeline:
             gpus = ", ".join(f"GPU {g.index} {g.memory_used_bytes / GIB:.1f}/{g.memory_total_bytes / GIB:.1f} GiB"
                              for g in facts.gpus) or "no GPUs seen"
             lines.append(f"{name}: {gpus}")
-            for dep in await self.store.active_deployments(name):
+            active = await self.store.active_deployments(name)
+            for dep in active:
                 gpu_list = dep.plan.gpus
                 span = f"{gpu_list[0]}-{gpu_list[-1]}" if len(gpu_list) > 1 else str(gpu_list[0]) if gpu_list else "?"
                 by = f"<@{dep.requested_by}>" if dep.requested_by else "the terminal"
                 lines.append(f"  {name} GPU {span}: {dep.model} ({dep.state}, port {dep.port}, PID {dep.pid}), "
                              f"started by {by} {_age(dep.created_at)} ago")
-            known = {d.pid for d in await self.store.active_deployments(name)}
+            known = {d.pid for d in active}
             for proc in facts.gpu_processes:
                 if proc.pid in known:
                     continue
