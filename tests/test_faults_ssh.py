@@ -21,10 +21,19 @@ from pathlib import Path
 import yaml
 
 from bot.config import Secrets, parse_config
+from bot.events import (
+    Failed,
+    Info,
+    Launched,
+    LogExcerpt,
+    Planned,
+    Ready,
+    RecordingThread,
+)
 from bot.launch import launch
-from bot.events import Failed, Info, Launched, LogExcerpt, Planned, Ready, RecordingThread
 from bot.pipeline import Pipeline, Requester
 from bot.store import Store
+from tests.procs import pid_alive
 from tests.sshd import _keygen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +45,6 @@ def config_dict(sshd, simhost) -> dict:
             # Nothing cut from excerpts here, so that every log line can be accounted for.
             "slack": {"excerpt_interval_s": 0.2, "excerpt_max_lines": 200}}
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def log_lines(path: str) -> list[str]:

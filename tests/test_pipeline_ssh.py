@@ -15,9 +15,19 @@ import yaml
 
 from bot.cli import main as cli_main
 from bot.config import Secrets, parse_config
-from bot.events import Crashed, Diagnosed, Launched, LogExcerpt, Planned, Probed, Ready, RecordingThread
+from bot.events import (
+    Crashed,
+    Diagnosed,
+    Launched,
+    LogExcerpt,
+    Planned,
+    Probed,
+    Ready,
+    RecordingThread,
+)
 from bot.pipeline import Pipeline, Requester
 from bot.store import Store
+from tests.procs import pid_alive
 
 GIB = 1024**3
 
@@ -39,13 +49,6 @@ class TimedThread(RecordingThread):
         self.times.setdefault(event.kind, time.perf_counter() - self.started)
         await super().emit(event)
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 async def test_healthy_launch_over_ssh_reaches_ready_then_stops(sshd, simhost, tmp_path):

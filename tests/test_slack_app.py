@@ -29,10 +29,15 @@ from bot.models import Deployment
 from bot.simhost import SimHost, build_sim_host
 from bot.store import Store
 from handlers.slack.app import EVENTS_PATH, parse_thread_command
-from handlers.slack.render import APPROVE_ACTION_ID, DENY_ACTION_ID, escape_keeping_mentions
+from handlers.slack.render import (
+    APPROVE_ACTION_ID,
+    DENY_ACTION_ID,
+    escape_keeping_mentions,
+)
 from handlers.slack.serve import SlackService, serve
 from tests import slack_signing
 from tests.fakeslack import BOT_ID, BOT_USER_ID, FakeSlack, Message
+from tests.procs import pid_alive
 
 SIGNING_SECRET = "3f1c0ffee5ecret0f7e5t5a1e5ab1e00"
 HOST = "sim"
@@ -174,15 +179,7 @@ def free_port() -> int:
 
 
 def process_gone(pid: int) -> bool:
-    """Gone, or a zombie nobody reaped yet (a container's init may be slow to): either way not running."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    return not pid_alive(pid)
 
 
 def port_closed(port: int) -> bool:
