@@ -11,8 +11,8 @@ import pytest
 from bot.diagnose import diagnose, diagnose_file, diagnosis_text
 from bot.models import GpuBudget, GpuInfo, GpuProcess, HostFacts, LaunchPlan, ModelFolder, ServerInfo
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CRASHLOGS = SHARED / "corpus" / "crashlogs"
+DATA = Path(__file__).resolve().parent / "data"
+CRASHLOGS = DATA / "crashlogs" / "dev"
 GIB = 1024 ** 3
 
 # The line that decides each corpus log: the diagnoser's first evidence line must contain this text.
@@ -64,16 +64,12 @@ DECISIVE = {
 
 
 def _corpus() -> list[tuple[str, dict]]:
-    if not CRASHLOGS.is_dir():
-        return []
     return [(path.stem, json.loads(path.read_text())) for path in sorted(CRASHLOGS.glob("*.json"))]
 
 
 CORPUS = _corpus()
-needs_corpus = pytest.mark.skipif(not CORPUS, reason=f"shared corpus not found at {CRASHLOGS}")
 
 
-@needs_corpus
 def test_corpus_categories_at_least_95_percent_and_every_healthy_log_is_none():
     results = {name: diagnose(entry["log"]) for name, entry in CORPUS}
     wrong = {name: (entry["category"], results[name].category) for name, entry in CORPUS
@@ -86,7 +82,6 @@ def test_corpus_categories_at_least_95_percent_and_every_healthy_log_is_none():
     assert all(results[name].category != "none" for name, entry in CORPUS if entry["category"] != "none")
 
 
-@needs_corpus
 @pytest.mark.parametrize("name", sorted(DECISIVE))
 def test_corpus_first_evidence_is_the_decisive_line_with_its_number(name):
     entry = dict(CORPUS)[name]
@@ -258,9 +253,7 @@ def test_real_messages_outside_the_corpus(category, decisive, log):
 
 
 def test_every_taxonomy_category_has_an_extra_case():
-    taxonomy = (SHARED / "corpus" / "TAXONOMY.md")
-    if not taxonomy.is_file():
-        pytest.skip(f"taxonomy not found at {taxonomy}")
+    taxonomy = DATA / "corpus" / "TAXONOMY.md"
     ids = {line.split("|")[0].strip() for line in taxonomy.read_text().splitlines() if "|" in line}
     ids -= {"category id", ""}
     ids = {i for i in ids if not set(i) <= {"-"}}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 from functools import cache
 from pathlib import Path
@@ -22,26 +21,15 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 
-def shared_dir() -> Path:
-    """../shared beside the checkout (or DEPLOYBOT_SHARED, or a shared/ inside it)."""
-    here = Path(__file__).resolve().parents[1]
-    candidates = [Path(os.environ["DEPLOYBOT_SHARED"])] if os.environ.get("DEPLOYBOT_SHARED") else []
-    candidates += [here.parent / "shared", here / "shared"]
-    for candidate in candidates:
-        if (candidate / "configs").is_dir():
-            return candidate
-    pytest.skip("shared/ (configs, corpus) not found beside the checkout; set DEPLOYBOT_SHARED")
+#: The corpus the tests use, copied from shared/corpus (provenance in tests/data/PROVENANCE.md).
+DATA = Path(__file__).resolve().parent / "data"
 
-
-#: Byte-for-byte copies of shared/configs shipped with the simulated host: the config tests run without shared/.
+#: Byte-for-byte copies of shared/configs shipped with the simulated host (tests/data/configs.sha256 pins them).
 SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "bot" / "simhost" / "configs"
 
 
 def configs_dir() -> Path:
-    here = Path(__file__).resolve().parents[1]
-    candidates = [Path(os.environ["DEPLOYBOT_SHARED"]) / "configs"] if os.environ.get("DEPLOYBOT_SHARED") else []
-    candidates += [here.parent / "shared" / "configs", here / "shared" / "configs", SHIPPED_CONFIGS]
-    return next(c for c in candidates if c.is_dir())
+    return SHIPPED_CONFIGS
 
 
 def config_names() -> list[str]:
@@ -68,7 +56,7 @@ CC_BY_NAME = {"RTX A6000": "8.6", "RTX 4090": "8.9", "H100": "9.0", "A100": "8.0
 
 
 def inventory() -> dict:
-    return json.loads((shared_dir() / "corpus" / "inventory.json").read_text())["hosts"]
+    return json.loads((DATA / "corpus" / "inventory.json").read_text())["hosts"]
 
 
 def gpus_from_description(text: str, used: dict[int, int] | None = None) -> list[GpuInfo]:

@@ -19,11 +19,7 @@ from bot.request import (
     request_text,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CORPUS = SHARED / "corpus"
-needs_corpus = pytest.mark.skipif(
-    not (CORPUS / "requests.jsonl").exists(), reason=f"shared corpus not found at {CORPUS} (tests read ../shared)"
-)
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
 
 def _fleet() -> Inventory:
@@ -86,17 +82,13 @@ def _expect(got: DeployRequest | ParseError, expect: dict, check_reuse: bool = T
 
 
 def _corpus_lines() -> list[dict]:
-    if not (CORPUS / "requests.jsonl").exists():
-        return []
     return [json.loads(line) for line in (CORPUS / "requests.jsonl").read_text().splitlines() if line.strip()]
 
 
-@needs_corpus
 def test_corpus_inventory_loads_like_the_fleet_here() -> None:
     assert Inventory.from_corpus(CORPUS / "inventory.json") == FLEET
 
 
-@needs_corpus
 @pytest.mark.parametrize("case", _corpus_lines(), ids=lambda case: case["text"][:60])
 def test_corpus_line_parses_as_expected(case: dict) -> None:
     inventory = Inventory.from_corpus(CORPUS / "inventory.json")
@@ -104,7 +96,6 @@ def test_corpus_line_parses_as_expected(case: dict) -> None:
     _expect(parse_request(case["text"], inventory), case["expect"], check_reuse=False)
 
 
-@needs_corpus
 def test_corpus_has_every_line_checked() -> None:
     assert len(_corpus_lines()) >= 36
 
