@@ -60,6 +60,8 @@ class DeployRequest(Frozen):
     gpus: list[int] | None = None
     #: "same as before": reuse the last successful plan of this model on this host.
     reuse_last: bool = False
+    #: Phrases of the request that were read but not acted on, quoted as written; the reply names them.
+    ignored: list[str] = Field(default_factory=list)
 
     def public(self) -> dict[str, object]:
         """The request exactly as `deploybot parse --json` shows it (null when absent)."""
@@ -80,6 +82,8 @@ class DeployRequest(Frozen):
             extras.append("same as last time")
         if extras:
             parts.append("(" + ", ".join(extras) + ")")
+        if self.ignored:
+            parts.append("· I ignored: " + ", ".join(repr(p) for p in self.ignored))
         return " ".join(parts)
 
 

@@ -22,6 +22,7 @@ from bot.parse.lexicon import (
     _WANT_WORDS,
 )
 from bot.parse.names import _parts
+from bot.parse.frames import LEAD_VERBS, MOVE_WORDS, STATUS_QUESTIONS, lead_position
 from bot.parse.patterns import _TOKEN
 from bot.parse.state import ReaderState, _Refused
 from bot.parse.texts import example_requests
@@ -44,9 +45,15 @@ class ActionMixin(ReaderState):
             strong.append((action, self.verb_negated(tokens, i)))
             used.append((start, end))
         strong += self.phrasal(tokens, used)
-        for match in _STATUS_PHRASE.finditer(self.low):
-            strong.append(("status", False))
-            used.append((match.start(), match.end()))
+        for pattern in (_STATUS_PHRASE, STATUS_QUESTIONS):
+            for match in pattern.finditer(self.low):
+                strong.append(("status", False))
+                used.append((match.start(), match.end()))
+        for i, (token, start, end) in enumerate(tokens):
+            if token in MOVE_WORDS and not self.verb_negated(tokens, i) and re.search(r"\b(?:to|onto)\b", self.low):
+                self.moving = True  # asked back once the names are read (refuse_move)
+                strong.append(("start", False))
+                used.append((start, end))
         wanted = {action for action, negated in strong if not negated}
         if strong and not wanted:
             raise _Refused("not_understood", "You said not to do it, so there is nothing to do.",
@@ -77,6 +84,8 @@ class ActionMixin(ReaderState):
                     particle, particle_start, particle_end = tokens[j]
                     if particle not in particles:
                         continue
+                    if particle == "on" and self.before_host(particle_end):
+                        continue  # "turn off the coder on rtx-box": "on" is where, not "turn on"
                     between = self.low[start:particle_end]
                     option_between = re.search(r"\b(?:mtp|spec\w*|nextn)\b", between)
                     if _OPTION_OBJECT.match(self.low[particle_end:]) or option_between:
@@ -87,7 +96,13 @@ class ActionMixin(ReaderState):
         return found
 
     def weak_action(self, tokens: list[tuple[str, int, int]], used: list[tuple[int, int]]) -> set[Action]:
-        """Hints used only when no word names an action: questions, "I need ...", and typos of action words."""
+        """Hints used only when no word names an action: a command's verb ("put X on Y"), questions, "I need ...",
+        and typos of action words."""
+        marked, at = self.clause_tokens(tokens)
+        for i, (token, start, end) in enumerate(tokens):
+            if token in LEAD_VERBS and lead_position(marked, at[i]):
+                used.append((start, end))
+                return {LEAD_VERBS[token]}
         if _LOGS_QUESTION.search(self.low):
             return {"logs"}
         if _STATUS_QUESTION.search(self.low):
@@ -106,6 +121,25 @@ class ActionMixin(ReaderState):
                 typos.add(close[0][1])
                 used.append((start, end))
         return typos
+
+
+    def before_host(self, at: int) -> bool:
+        rest = self.low[at:].lstrip()
+        return any(rest.startswith(said.lower()) for said in self.found.hosts.values())
+
+    def clause_tokens(self, tokens: list[tuple[str, int, int]]) -> tuple[list[str], list[int]]:
+        """The tokens with "\n" where a sentence or clause ends between two ("thanks. put X on Y"), and where
+        each token landed in that list."""
+        marked: list[str] = []
+        at: list[int] = []
+        previous_end = 0
+        for token, start, end in tokens:
+            if re.search(r"[.!?;:,]", self.low[previous_end:start]):
+                marked.append("\n")
+            at.append(len(marked))
+            marked.append(token)
+            previous_end = end
+        return marked, at
 
 
 def _combine_actions(actions: set[Action]) -> Action:

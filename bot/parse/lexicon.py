@@ -35,7 +35,7 @@ _ACTION_WORDS: dict[str, Action] = {
         ["stop", "kill", "terminate", "halt", "unload", "undeploy", "shutdown", "teardown", "nuke"], "stop"
     ),
     **dict.fromkeys(
-        ["restart", "relaunch", "bounce", "redeploy", "reload", "reboot", "respawn", "recycle", "rerun"], "restart"
+        ["restart", "relaunch", "bounce", "redeploy", "reload", "reboot", "respawn", "recycle", "rerun", "cycle", "powercycle"], "restart"
     ),
     **dict.fromkeys(["status", "stats", "health", "healthcheck", "ps", "list", "check", "uptime"], "status"),
     **dict.fromkeys(["logs", "log", "tail", "stderr", "stdout", "traceback", "journal", "output"], "logs"),

@@ -9,7 +9,8 @@ from rapidfuzz.distance import OSA
 
 from bot.inventory import Inventory
 from bot.parse.lexicon import _ACTION_WORDS, _COMMON_VERBS, _IGNORABLE_PARTS, _OTHER_FAMILIES, _STOPWORDS
-from bot.parse.patterns import _PART, _PART_SYNONYMS, _SIZE_PART, _VERSION_PART
+from bot.parse.frames import GENERIC_PARTS, PART_SYNONYMS
+from bot.parse.patterns import _PART, _SIZE_PART, _VERSION_PART
 
 
 def _compact_model(name: str) -> str:
@@ -25,7 +26,7 @@ def _parts(text: str) -> list[str]:
     parts: list[str] = []
     for piece in re.split(r"[^a-z0-9.]+", text.lower()):
         for part in _PART.findall(piece.strip(".")):
-            parts.append(_PART_SYNONYMS.get(part, part))
+            parts.append(PART_SYNONYMS.get(part, part))
     return parts
 
 
@@ -73,12 +74,30 @@ class _ModelIndex:
             return part
         if part in _STOPWORDS or part in _OTHER_FAMILIES or part in _ACTION_WORDS or part in _COMMON_VERBS:
             return part
-        close = [v for v in self.vocabulary if len(v) >= 4 and OSA.distance(part, v) <= 1]
+        # Only towards family names and filler parts: a distinctive word is too often one letter from an English
+        # one ("demo" / "nemo", "order" / "coder"), so it must be written as it is.
+        close = [
+            v
+            for v in self.vocabulary
+            if len(v) >= 4 and OSA.distance(part, v) <= 1 and (v in self.families or not self.is_distinctive(v))
+        ]
         return close[0] if len(close) == 1 else part
 
     def is_strong(self, part: str) -> bool:
-        """A part that on its own says 'this is a model name': a family, a size (27b), active params (a3b)."""
-        return part in self.families or part in _OTHER_FAMILIES or _is_size(part)
+        """A part that on its own says 'this is a model name': a family, a size (27b), active params (a3b), or a
+        word of some folder's name that is no ordinary word ("math", "vl", "distill", "coder")."""
+        return part in self.families or part in _OTHER_FAMILIES or _is_size(part) or self.is_distinctive(part)
+
+    def is_distinctive(self, part: str) -> bool:
+        """"math" in Qwen2.5-Math-7B-Instruct names that folder; "instruct", "it" or "small" name nothing."""
+        return (
+            part in self.vocabulary
+            and len(part) >= 2
+            and part not in GENERIC_PARTS
+            and part not in _STOPWORDS
+            and part not in _ACTION_WORDS
+            and part not in _COMMON_VERBS
+        )
 
     def is_known(self, part: str) -> bool:
         return (

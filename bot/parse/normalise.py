@@ -59,18 +59,28 @@ _PREFIX = re.compile(r"^\s*(?P<p>/deploy(?:bot)?|@?deploy[-_ ]?bot)\b[\s,:]*", r
 
 #: Phones and Slack turn quotes and dashes typographic; an en dash is a range ("0–3"), an em dash a pause.
 _TYPOGRAPHY = str.maketrans(
-    {"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"', "–": "-", "—": " ", "…": "..."}
-)
+    {"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‹": "'", "›": "'",
+     "′": "'", "″": '"', "…": "...",
+     # Every hyphen and short dash NFKC leaves alone: hyphen, figure dash, en dash, minus, hyphen bullet.
+     "\u2010": "-", "\u2012": "-", "\u2013": "-", "\u2212": "-", "\u2043": "-"}
+)  # fmt: skip
+#: Long dashes (em dash, horizontal bar, two- and three-em dashes) join a name when written inside one
+#: ("rtx—box") and are a pause between words otherwise ("start X — thanks").
+_LONG_DASH_IN_NAME = re.compile(r"(?<=[A-Za-z0-9])[\u2014\u2015\u2e3a\u2e3b](?=[A-Za-z0-9])")
+_LONG_DASH = re.compile(r"[\u2014\u2015\u2e3a\u2e3b]")
+#: Invisible characters phones and Slack insert: zero-width space / joiners, word joiner, BOM, soft hyphen,
+#: Mongolian vowel separator, invisible operators. Removed; bidirectional controls stay refused.
+_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
 
 
 def _normalise(raw: str) -> tuple[str, str | None]:
     """Slack text -> plain text. Returns (text, why it is unsafe or None)."""
     text = unicodedata.normalize("NFKC", raw)
-    text = re.sub(r"[\u200b-\u200d\u2060\ufeff]", "", text)  # zero-width characters Slack and phones insert
+    text = _INVISIBLE.sub("", text)
     for char in text:
         if unicodedata.category(char) in ("Cc", "Cf") and char not in "\n\r\t":
             return text, f"it contains an invisible control character (U+{ord(char):04X})"
-    text = text.translate(_TYPOGRAPHY)
+    text = _LONG_DASH.sub(" ", _LONG_DASH_IN_NAME.sub("-", text.translate(_TYPOGRAPHY)))
     # <@U123>, <@U123|bob>, <#C123|general>, <!here>, <!subteam^S1|@team>: exactly Slack's shapes (names without
     # spaces), so nothing else hides inside angle brackets (a '<' left over is refused as a redirect).
     text = re.sub(

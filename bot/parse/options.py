@@ -106,11 +106,28 @@ class OptionsMixin(ReaderState):
             self.found.gpus.append(self.gpu_indices(match.group("list"), said))
             self.take(match.start(), match.end())
         for match in self.matches(_GPU_LIST_RE):
+            self.refuse_gpu_as_host(match)
             self.found.gpus.append(self.gpu_indices(match.group("list"), self.quote(match.start(), match.end())))
             self.take(match.start(), match.end())
         for match in self.matches(_GPU_ORDINAL):
             self.found.gpus.append([_ORDINALS[match.group("ord")]])
             self.take(match.start(), match.end())
+
+    def refuse_gpu_as_host(self, match: re.Match[str]) -> None:
+        """"on gpu7" with no host named and no host called gpu7: a host name we don't know, not GPU 7 of no host."""
+        said = self.quote(match.start(), match.end())
+        glued = re.fullmatch(r"(?:gpu|card|device)\d+", said.lower())
+        after_preposition = re.search(r"(?:\b(?:on|onto|at|to)\s+(?:the\s+)?|@)$", self.low[: match.start()])
+        if not glued or not after_preposition or self.found.hosts:
+            return
+        hosts = list(self.inventory.hosts)
+        index = re.sub(r"\D", "", said)
+        raise _Refused(
+            "unknown_host",
+            f"I don't know a host called '{said}'. Hosts I know: {', '.join(hosts)}. "
+            f"If you meant GPU {index}, name the host too, like 'on {hosts[0] if hosts else 'HOST'} gpu {index}'.",
+            [f"status {h}" for h in hosts[:3]] + [f"on {h} gpu {index}" for h in hosts[:2]],
+        )
 
     def count(self, said_number: str, said: str) -> int:
         value = _NUMBER_WORDS.get(said_number) or int(said_number)

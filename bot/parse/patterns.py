@@ -122,7 +122,6 @@ _PART = re.compile(
 )
 _SIZE_PART = re.compile(r"a?\d+(?:\.\d+)?[bmt]")
 _VERSION_PART = re.compile(r"v?\d+(?:\.\d+)*")
-_PART_SYNONYMS = {"it": "instruct"}
 
 
 def quant_name(value: str) -> str:

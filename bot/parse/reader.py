@@ -7,6 +7,7 @@ import re
 from bot.inventory import Inventory
 from bot.models import DeployRequest, ParseError
 from bot.parse.action import ActionMixin
+from bot.parse.extras import ExtrasMixin
 from bot.parse.lexicon import MAX_REQUEST_CHARS, _DETERMINERS, _HOST_NOUNS, _HOST_PREPOSITIONS
 from bot.parse.names import _Word, _compact_host, _compact_model, _leading_segments
 from bot.parse.normalise import _HELP, _normalise, _strip_prefix, _unsafe_reason
@@ -15,6 +16,11 @@ from bot.parse.refusals import RefusalsMixin
 from bot.parse.resolve import ModelsMixin
 from bot.parse.state import _Refused
 from bot.parse.texts import example_requests, help_text, request_text
+
+_GPU_WORDS = re.compile(r"gpus?|cards?|devices?|cuda")
+#: GPU model names in a host's GPU description: A6000, 4090, L40S, H200, MI300X (not "80GB" or "49140 MiB").
+_GPU_MODEL = re.compile(r"(?<![a-z0-9])(?:[a-z]{1,2}\d{2,4}[a-z]{0,2}|\d{3,4}[a-z]?)(?![a-z0-9])")
+_MEMORY = re.compile(r"\d+(?:gb|g|mb|mib|gib)")
 
 
 def parse_request(text: str, inventory: Inventory) -> DeployRequest | ParseError:
@@ -25,7 +31,7 @@ def parse_request(text: str, inventory: Inventory) -> DeployRequest | ParseError
         return refused.error
 
 
-class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
+class Reader(ExtrasMixin, RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
     """Reads one request, step by step (see the package docstring)."""
 
     def read(self) -> DeployRequest:
@@ -48,9 +54,12 @@ class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
 
         self.read_exact_models()
         self.read_hosts()
+        self.refuse_drafters()
         self.read_options()
         action = self.read_action()
         spans = self.read_model_spans()
+        if self.moving:
+            self.refuse_move(spans)
         if action is None:
             self.refuse_no_action(spans)
         self.refuse_unknown_host()
@@ -59,7 +68,9 @@ class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
         host = self.resolve_host()
         model = self.resolve_model(spans, host, action)
         self.refuse_stray_numbers()
-        return self.build(action, model, host)
+        request = self.build(action, model, host)
+        ignored = self.leftovers()
+        return request.model_copy(update={"ignored": ignored}) if ignored else request
 
     def refuse_unsafe(self, text: str, why: str | None) -> None:
         found = _unsafe_reason(text) if why is None else None
@@ -111,6 +122,7 @@ class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
         """Host names in any case and with any separators ("ct-129", "CT 129", "ct129.lab.local")."""
         by_compact = {_compact_host(name): name for name in self.inventory.hosts}
         words = self.words()
+        spaced_gpu_hosts: list[tuple[str, _Word, _Word]] = []
         i = 0
         while i < len(words):
             for size in range(min(3, len(words) - i), 0, -1):
@@ -118,6 +130,15 @@ class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
                 if any(not self.joinable(a, b) for a, b in zip(group, group[1:])):
                     continue
                 joined = "".join(w.text for w in group)
+                if size > 1 and _GPU_WORDS.fullmatch(group[0].text) and group[-1].text.isdigit():
+                    # "gpu 3" with a host called gpu3: the host only when no other host is named ("start X on
+                    # node-a gpu 3" is GPU 3 of node-a); written "gpu3" it is always the host.
+                    name = by_compact.get(_compact_host(joined))
+                    if name is not None:
+                        spaced_gpu_hosts.append((name, group[0], group[-1]))
+                        i += size - 1
+                        break
+                    continue
                 name = by_compact.get(_compact_host(joined))
                 if name is None and size == 1 and "." in joined:
                     name = by_compact.get(_compact_host(joined.split(".")[0]))  # a fully qualified name
@@ -129,6 +150,9 @@ class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
                     i += size - 1
                     break
             i += 1
+        for name, first, last in spaced_gpu_hosts if not self.found.hosts else []:
+            self.found.hosts.setdefault(name, self.quote(first.start, last.end))
+            self.take(first.start, last.end)
 
     def names_a_host(self, words: list[_Word], i: int) -> bool:
         """Is words[i] where a host goes: after "on"/"to"/"@", or before "box"/"host"?"""
@@ -143,14 +167,16 @@ class Reader(RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin):
             by_segments = [name for name in self.inventory.hosts if _compact_host(word) in _leading_segments(name)]
             if len(by_segments) == 1:
                 return by_segments[0]
-        gpu = word[:-1] if word.endswith("s") and re.search(r"\d", word[:-1]) else word
-        if not re.fullmatch(r"[a-z]{0,2}\d{3,4}[a-z]?", gpu):
+        said = {word, word[:-1]} if word.endswith("s") else {word}  # "the h200s", "the l40s box"
+        said = {w for w in said if _GPU_MODEL.fullmatch(w)}
+        if not said:
             return None
         by_gpu = [
             name
             for name, host in self.inventory.hosts.items()
-            if host.gpus and gpu in re.findall(r"\b[a-z]{0,2}\d{3,4}[a-z]?\b", host.gpus.lower())
+            if host.gpus and said & {t for t in _GPU_MODEL.findall(host.gpus.lower()) if not _MEMORY.fullmatch(t)}
         ]
+        gpu = max(said, key=len)
         if len(by_gpu) > 1:
             raise _Refused(
                 "unknown_host",

@@ -60,6 +60,8 @@ class ReaderState:
         self._view: str | None = None
         self.action_spans: list[tuple[int, int]] = []
         self.start_and_stop = False  # "stop X and start it again"
+        self.moving = False  # "move X to Y": asked back once the names are read
+        self.ignored: list[str] = []  # phrases read but not acted on, named in the reply
 
     def view(self) -> str:
         """The text with what is understood blanked out (NUL), so later patterns cannot match across it."""

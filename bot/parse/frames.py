@@ -1,0 +1,75 @@
+"""Everyday frames beyond the action words: imperative verbs ("put X on Y", "swap to X"), moves, drafters.
+
+Why separate lists: words like "put", "load", "host" or "switch" are actions only where a command starts
+("put the gemma on lab2"); elsewhere they are ordinary words ("what's the load on lab2", "status of host gpu3"),
+so they are read only in that position and only when no action word says more.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.models import Action
+
+#: Verbs that name an action only at the start of a command (after politeness), never in the middle of one.
+LEAD_VERBS: dict[str, Action] = {
+    **dict.fromkeys(["put", "load", "host", "swap", "switch", "stand", "bring", "fire", "spin", "give"], "start"),
+    **dict.fromkeys(["cycle", "kick", "refresh"], "restart"),
+    **dict.fromkeys(["drop", "free", "evict", "retire"], "stop"),
+}
+#: Words that may come before a command's verb: "hey team, could someone please just put ...".
+LEAD_FILLERS = frozenset(
+    """
+    please pls plz kindly could can would will you u we someone somebody anyone pretty hey hi hello yo ok okay
+    so and then now just also quickly go ahead i we'd i'd like to need want wanna team folks guys bot deploybot
+    mind let's lets us me gonna going can't cant
+    """.split()
+)
+#: "move X to Y": a stop on one host and a start on another, which one request does not do.
+MOVE_WORDS = frozenset({"move", "moving", "migrate", "migrating", "relocate", "transfer", "shift", "rehost"})
+#: Parts of a folder name that say nothing about which model it is ("Instruct", "it", "v0.1").
+GENERIC_PARTS = frozenset(
+    """
+    instruct instruction chat base hf it model preview latest release final sft dpo rl pt fp bf gguf awq gptq
+    int exl exl2 mlx onnx hqq bnb v x e a b k m
+    """.split()
+)
+#: Said-side and name-side spellings of the same part: "vision" is what people call a "-VL-" folder.
+PART_SYNONYMS = {
+    "it": "instruct",
+    "vision": "vl",
+    "visual": "vl",
+    "distilled": "distill",
+    "distil": "distill",
+    "maths": "math",
+    "coding": "coder",
+    "code": "coder",
+}
+#: Questions about a host: they ask for status as clearly as "status" does.
+STATUS_QUESTIONS = re.compile(
+    r"\b(?:who(?:'s|s|\s+is)\s+(?:using|on|hogging|running\s+on)"
+    r"|(?:any|some)\s+(?:free|idle|available|open|spare)\s+(?:gpus?|cards?|capacity|room|space)"
+    r"|(?:which|what|how\s+many)\s+gpus?\s+(?:are\s+|is\s+)?(?:free|idle|available|busy|in\s+use|used|taken)"
+    r"|how\s+busy|how\s+loaded"
+    r"|what(?:'s|s|\s+is)\s+(?:the\s+)?(?:status|state)\b"
+    r"|what(?:'s|s|\s+is)\s+(?:going\s+on|happening|deployed|serving)"
+    r"|is\s+(?:there\s+)?anything\s+(?:running|up|deployed|on|live|serving))"
+)
+#: Speculative decoding with a separate draft model: a later issue. Read so that it is refused, never dropped.
+DRAFTER = re.compile(
+    r"(?<![a-z0-9._-])(?:d?flash[-_ ]?draft\w*|draft(?:er|ers|ing)?|dflash|medusa\w*|eagle[-_ ]?\d?|lookahead"
+    r"|n[-_ ]?gram(?:\s+spec\w*)?|suffix[-_ ]decoding)(?![a-z0-9_])"
+)
+#: Where a drafter phrase starts: "with the ...", "using our ...".
+DRAFTER_LEAD = re.compile(r"(?:\b(?:with|using|via|plus|and|w/)\s+)?(?:(?:the|our|a|an|its|my|some)\s+)?$")
+#: What may follow the drafter word as part of the same phrase: "drafter foo", "draft model Qwen2.5-0.5B".
+DRAFTER_TAIL = re.compile(r"^(?:[\s:=-]*(?:model|head|heads|drafter))?(?:[\s:=]+(?!on\b|at\b|to\b|with\b|and\b|using\b)"
+                          r"[a-z0-9][a-z0-9._/-]*)?")
+
+
+def lead_position(tokens: list[str], i: int) -> bool:
+    """Is tokens[i] where a command's verb goes: first, or after only fillers since a clause started?"""
+    j = i - 1
+    while j >= 0 and tokens[j] in LEAD_FILLERS:
+        j -= 1
+    return j < 0 or tokens[j] == "\n"
