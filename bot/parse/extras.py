@@ -10,7 +10,7 @@ import re
 
 from bot.models import DeployRequest
 from bot.parse.frames import DRAFTER, DRAFTER_LEAD, DRAFTER_TAIL, LEAD_FILLERS, MOVE_WORDS
-from bot.parse.lexicon import _MODEL_NOUNS, _OBJECT_ENDS
+from bot.parse.lexicon import _MODEL_NOUNS, _OBJECT_ENDS, _QUANTITY_NOUNS
 from bot.parse.names import _Span
 from bot.parse.state import ReaderState, _Refused
 from bot.parse.texts import request_text
@@ -86,7 +86,10 @@ class ExtrasMixin(ReaderState):
                 first = meaning[0]
                 while first > 0 and run[first - 1][0] in _PHRASE_LEADS:
                     first -= 1
-                last_word, last_start = run[meaning[-1]]
+                last = meaning[-1]
+                if last + 1 < len(run) and run[last + 1][0] in _QUANTITY_NOUNS:
+                    last += 1  # "in 5 minutes": the unit belongs to the number
+                last_word, last_start = run[last]
                 phrases.append(self.quote(run[first][1], last_start + len(last_word)))
             run.clear()
 

@@ -61,7 +61,7 @@ DRAFTER = re.compile(
     r"|n[-_ ]?gram(?:\s+spec\w*)?|suffix[-_ ]decoding)(?![a-z0-9_])"
 )
 #: Where a drafter phrase starts: "with the ...", "using our ...".
-DRAFTER_LEAD = re.compile(r"(?:\b(?:with|using|via|plus|and|w/)\s+)?(?:(?:the|our|a|an|its|my|some)\s+)?$")
+DRAFTER_LEAD = re.compile(r"(?:(?:\b(?:with|using|via|plus|and|without|no|not)|w/o|w/)\s+)?(?:(?:the|our|a|an|its|my|some)\s+)?$")
 #: What may follow the drafter word as part of the same phrase: "drafter foo", "draft model Qwen2.5-0.5B".
 DRAFTER_TAIL = re.compile(r"^(?:[\s:=-]*(?:model|head|heads|drafter))?(?:[\s:=]+(?!on\b|at\b|to\b|with\b|and\b|using\b)"
                           r"[a-z0-9][a-z0-9._/-]*)?")

@@ -18,8 +18,8 @@ from bot.parse.state import _Refused
 from bot.parse.texts import example_requests, help_text, request_text
 
 _GPU_WORDS = re.compile(r"gpus?|cards?|devices?|cuda")
-#: GPU model names in a host's GPU description: A6000, 4090, L40S, H200, MI300X (not "80GB" or "49140 MiB").
-_GPU_MODEL = re.compile(r"(?<![a-z0-9])(?:[a-z]{1,2}\d{2,4}[a-z]{0,2}|\d{3,4}[a-z]?)(?![a-z0-9])")
+#: GPU model names in a host's GPU description: A6000, 4090, L4, L40S, H200, MI300X (not "80GB" or "49140 MiB").
+_GPU_MODEL = re.compile(r"(?<![a-z0-9])(?:[a-z]{1,2}\d{1,4}[a-z]{0,2}|\d{3,4}[a-z]?)(?![a-z0-9])")
 _MEMORY = re.compile(r"\d+(?:gb|g|mb|mib|gib)")
 
 
