@@ -7,29 +7,34 @@ and host facts when known; with them the next steps carry this plan's numbers an
 How it reads a log:
 1. Lines are put in time order (logs pasted newest-first are recognised by their timestamps or traceback shape),
    stripped of launcher prefixes (``bot.logevents.normalize_line``), and cut to the latest launch in the file.
-2. Every line is matched against the rules of ``bot.diagnose_rules`` (source lines quoted inside tracebacks are
-   skipped, INFO/WARNING lines only count for rules that say so). The strongest rule wins; among equals the earliest
-   line, because the root cause comes before its consequences ("Engine core initialization failed", SIGQUIT,
-   the shell's "Killed" after SGLang killed its own process tree).
+2. Every line is matched against the phrase rules (``bot.diagnose_rules``, ``bot.diagnose_rules_signals``: source
+   lines quoted inside tracebacks are skipped, INFO/WARNING lines only count for rules that say so), and the tail's
+   structure (``bot.diagnose_structure``: exceptions with their frames and chained causes, the process exit, the
+   start-up phase reached) against the structural rules (``bot.diagnose_structure_rules``: an exception decided by
+   the package it was raised in). The strongest rule wins; among equals the earliest line, because the root cause
+   comes before its consequences ("Engine core initialization failed", SIGQUIT, the shell's "Killed" after SGLang
+   killed its own process tree). Competing categories close in strength are kept as the verdict's alternatives.
 3. A CUDA OOM is placed in its phase (weights / profiling / KV cache / CUDA graphs / serving) from its traceback
    and the lines around it.
 4. If the server kept serving after an error, or no error is there, the log is healthy: ``none``. An error no rule
-   knows is reported as ``other`` with its last error lines quoted, never dressed up as a known cause.
-5. ``bot.diagnose_advice`` turns the finding into next steps and, where the remedy is a plan change, a ``Fix``.
+   knows is reported as ``other`` with its last error lines quoted, never dressed up as a known cause
+   (``bot.diagnose_unknown``).
+5. ``bot.diagnose_advise`` turns the finding into next steps and, where the remedy is a plan change, a ``Fix``.
 Every quoted line, the cause and the steps are redacted (``bot.redact``) before they leave this module.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from bot.diagnose_advice import Finding, LogLine, PlanView, advise
+from bot.diagnose_advice import Finding, LogLine, PlanView
+from bot.diagnose_advise import advise
+from bot.diagnose_health import healthy_diagnosis, read_health
+from bot.diagnose_render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose_rules import (
     CONTEXT_LINES,
-    FRAMING,
     GENERIC_ERROR,
     OOM,
     OOM_BY_PHASE,
@@ -42,30 +47,23 @@ from bot.diagnose_rules import (
     SELF_KILL,
     Rule,
 )
-from bot.logevents import (
-    LAUNCH_START,
-    DecodeStats,
-    LogReader,
-    NormalizedLine,
-    ServerReady,
-    detect_engine_of,
-    normalize_line,
-    strip_ansi,
-)
-from bot.models import Diagnosis, EvidenceLine, HostFacts, LaunchPlan, PlanOverrides
+from bot.diagnose_structure import TailStructure, parse_structure
+from bot.diagnose_structure_rules import hinted_categories, structural_hits
+from bot.diagnose_unknown import SIGKILL_EXIT_CODES, unrecognised
+from bot.logevents import LAUNCH_START, detect_engine_of, normalize_line
+from bot.models import Diagnosis, HostFacts, LaunchPlan
 from bot.redact import redact
 from bot.tail import TAIL_BYTES, read_tail
 
-MAX_EVIDENCE_CHARS = 400
-SIGKILL_EXIT_CODES = frozenset({137, -9})
+__all__ = ["diagnose", "diagnose_file", "diagnosis_text"]
 
 _FRAME = re.compile(r'^File "')
 #: Lines that belong to a traceback without being frames: its header, chained-exception notes, elisions.
 _STACK_NOISE = re.compile(r"^Traceback \(most recent call last\)|^\.\.\.|^$")
 _CODE_START = re.compile(r"^(?:raise|assert)\b|^[~^\s]+$")
-#: Access-log and scheduler lines of a working server: never an error, so never matched against the rules.
-_ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch[.,] #new-seq')
-_HTTP_UP = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP/1\.1\" 200")
+_QUIET = ("DEBUG", "INFO", "WARNING")
+#: A competing category within this many priority points of the winner makes the verdict unsure between them.
+ALTERNATIVE_WINDOW = 12
 
 
 # --------------------------------------------------------------------------------------------- reading the tail
@@ -189,39 +187,6 @@ def _oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, flo
     return "unknown", None, 0.55
 
 
-@dataclass
-class _Health:
-    ready: LogLine | None = None
-    ready_pos: int = -1
-    decode: DecodeStats | None = None
-    decode_line: LogLine | None = None
-    decode_pos: int = -1
-    last_step: LogLine | None = None  # the last milestone of the start (weights, KV cache, graphs)
-    http_up: LogLine | None = None  # the HTTP server listens (SGLang: warm-up not finished yet)
-    routine: set[int] = field(default_factory=set)  # positions of lines that are healthy progress, not errors
-
-
-def _health(lines: list[LogLine], engine: str | None) -> _Health:
-    reader = LogReader(engine)
-    health = _Health()
-    for pos, line in enumerate(lines):
-        if _HTTP_UP.search(line.text):
-            health.http_up = line
-        if _ROUTINE.search(line.text):
-            health.routine.add(pos)
-        for event in reader.feed_normalized(NormalizedLine(line.text, line.level, None), line.raw):
-            if event.kind == "error_line":
-                continue
-            health.routine.add(pos)
-            if isinstance(event, ServerReady):
-                health.ready, health.ready_pos = line, pos
-            elif isinstance(event, DecodeStats):
-                health.decode, health.decode_line, health.decode_pos = event, line, pos
-            else:
-                health.last_step = line
-    return health
-
-
 def _format_cause(template: str, match: re.Match[str]) -> str:
     groups = match.groups()
     text = template
@@ -265,142 +230,28 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
     return finding
 
 
-# --------------------------------------------------------------------------------------------- no rule matched
+def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int]) -> list[_Hit]:
+    """Phrase-rule hits and structural hits (an exception explained by where it was raised)."""
+    quiet = {pos for pos, line in enumerate(lines) if line.level in _QUIET}
+    found = _scan(lines, routine)
+    found += [_Hit(rule, pos, match)
+              for rule, pos, match in structural_hits(structure, [line.text for line in lines], routine | quiet)]
+    return found
 
 
-#: An import failure logged as a mere warning before a crash.
-_IMPORT_TROUBLE = re.compile(r"Failed to import|ImportError|No module named|cannot open shared object file"
-                             r"|undefined symbol", re.IGNORECASE)
-
-#: A consequence line that carries the failing process's own error ("Worker failed with error '...'").
-_INNER_ERROR = re.compile(r"failed with error:? '(.+?)'?(?:, please check|$)", re.IGNORECASE)
-
-_SIGNAL_EXITS = {139: "SIGSEGV", -11: "SIGSEGV", 134: "SIGABRT", -6: "SIGABRT", 143: "SIGTERM", -15: "SIGTERM",
-                 130: "SIGINT", -2: "SIGINT"}
-
-
-def _unrecognised(lines: list[LogLine], exit_code: int | None, health: _Health) -> Finding | None:
-    errors = [(pos, line) for pos, line in enumerate(lines)
-              if line.text and not line.code and GENERIC_ERROR.search(line.text) and not FRAMING.search(line.text)]
-    framing = [(pos, line) for pos, line in enumerate(lines) if line.text and FRAMING.search(line.text)]
-    self_kill = any(SELF_KILL.search(line.text) for line in lines)
-    if errors or framing:
-        last = max(pos for pos, _ in errors + framing)
-        first = min(pos for pos, _ in errors + framing)
-        alive_after = max(health.ready_pos, health.decode_pos) > last
-        if exit_code in (None, 0) and (alive_after or (0 <= health.ready_pos < first and not framing)):
-            return None  # request-level errors of a server that kept running
-        distinct: list[LogLine] = []
-        for _, line in reversed(errors):
-            if all(line.text != seen.text for seen in distinct):
-                distinct.append(line)
-            if len(distinct) == 3:
-                break
-        if distinct:
-            decisive = distinct[0]
-            finding = Finding(category="other", confidence=0.3, decisive=decisive, support=distinct[1:],
-                              cause=f"unrecognised crash; last error: {decisive.text[:160]}")
-            if framing:
-                finding.support.append(framing[0][1])
-            # An import that failed earlier under a WARNING is the usual origin of a later AttributeError.
-            warned = next((line for line in reversed(lines[:first]) if _IMPORT_TROUBLE.search(line.text)), None)
-            if warned is not None:
-                finding.support.append(warned)
-                finding.kind = "import_warning"
-            return finding
-        decisive = framing[-1][1]
-        inner = _INNER_ERROR.search(decisive.text)
-        if inner:
-            return Finding(category="other", confidence=0.3, decisive=decisive,
-                           cause=f"unrecognised crash; the engine reported: {inner.group(1)[:160]}",
-                           support=[line for _, line in framing[:-1]][:2])
-        cause = ("a child process failed and SGLang shut down its process tree (SIGQUIT); the child's error is not "
-                 "in this tail" if self_kill else
-                 "the engine core failed to start; the root cause was printed above this tail or by another process")
-        return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
-                       kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
-    if exit_code in SIGKILL_EXIT_CODES and not self_kill:
-        return Finding(category="host_oom_killed", confidence=0.55, decisive=_last_line(lines),
-                       cause=f"the engine was killed by SIGKILL (exit {exit_code}) with no error in its log: most "
-                             f"often the host OOM killer", kind="bare_kill")
-    if exit_code not in (None, 0):
-        signal = _SIGNAL_EXITS.get(exit_code)
-        cause = (f"the engine stopped on {signal} (exit {exit_code}) with no error in its log" if signal else
-                 f"the engine exited with code {exit_code} and no error in the log tail")
-        return Finding(category="other", confidence=0.3, decisive=_last_line(lines), cause=cause,
-                       kind="segfault" if signal == "SIGSEGV" else "signal" if signal else None)
-    return None
-
-
-def _last_line(lines: list[LogLine]) -> LogLine | None:
-    return next((line for line in reversed(lines) if line.text), None)
-
-
-def _healthy(lines: list[LogLine], health: _Health, error: LogLine | None = None) -> Diagnosis:
-    evidence = [line for line in (error, health.ready, health.decode_line) if line is not None]
-    if error is not None:
-        cause = "an error was logged but the server kept serving after it"
-        confidence = 0.6
-        steps = [f"keep an eye on line {error.number}; nothing to relaunch"]
-    elif health.decode is not None:
-        d = health.decode
-        extra = f", accept length {d.accept_len:.2f}" if d.accept_len is not None else ""
-        cause = (f"healthy: serving ({d.running} running, {d.throughput_tok_s:.0f} tok/s{extra}); no error in the log")
-        confidence, steps = 0.9, []
-    elif health.ready is not None:
-        cause = "healthy: the server is up and no error follows (an idle vLLM server logs nothing more)"
-        confidence, steps = 0.9, []
-    elif health.http_up is not None:
-        evidence.append(health.http_up)
-        cause = "healthy so far: the HTTP server is up and no error follows (the warm-up / ready line is next)"
-        confidence, steps = 0.8, []
-    else:
-        last = health.last_step or _last_line(lines)
-        if last is not None:
-            evidence.append(last)
-        cause = "no error in the log: the server is still starting (no ready line yet)" if lines \
-            else "the log is empty"
-        confidence = 0.6 if lines else 0.3
-        steps = ["wait for the ready line; if nothing moves for minutes, look at the last line"] if lines else []
-    return Diagnosis(category="none", cause=cause, evidence=_evidence(evidence, None, ()),
-                     next_steps=steps, confidence=confidence)
-
-
-# --------------------------------------------------------------------------------------------- output
-
-
-def _clip(line: LogLine, match: re.Match[str] | None) -> str:
-    """The line as printed (colours and tqdm redraws removed); a very long line keeps its head and the matched part."""
-    text = strip_ansi(line.raw).rstrip()
-    if "\r" in text:
-        text = next((part for part in reversed(text.split("\r")) if part.strip()), "")
-    if len(text) <= MAX_EVIDENCE_CHARS:
-        return text
-    needle = match.group(0)[:60] if match is not None else ""
-    start = text.find(needle) if needle else -1
-    if start < 0 or start + len(needle) < MAX_EVIDENCE_CHARS:
-        return text[:MAX_EVIDENCE_CHARS - 1] + "…"
-    head = MAX_EVIDENCE_CHARS // 2
-    begin = max(head, start - 60)
-    return text[:head] + " … " + text[begin:begin + MAX_EVIDENCE_CHARS - head - 4] + "…"
-
-
-def _evidence(lines: list[LogLine | None], match: re.Match[str] | None, secrets: Iterable[str]) -> list[EvidenceLine]:
-    out: list[EvidenceLine] = []
-    seen: set[int] = set()
-    for index, line in enumerate(lines):
-        if line is None or line.number in seen:
-            continue
-        seen.add(line.number)
-        out.append(EvidenceLine(line=line.number, text=redact(_clip(line, match if index == 0 else None), secrets)))
-    return out
-
-
-def _secrets_of(plan: LaunchPlan | None) -> list[str]:
-    if plan is None:
-        return []
-    return [value for key, value in plan.env.items()
-            if re.search(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", key, re.IGNORECASE)]
+def _alternatives(finding: Finding, hits: list[_Hit], structure: TailStructure) -> list[str]:
+    """Other categories the evidence also supports: competing hits close in strength, or, for an unrecognised
+    crash, the areas of the engine its exception came from."""
+    winner = max((hit.rule.priority for hit in hits if hit.pos == finding.pos), default=0)
+    close = [hit.rule.category for hit in sorted(hits, key=lambda hit: -hit.rule.priority)
+             if hit.rule.category not in (finding.category, OOM) and hit.rule.priority >= winner - ALTERNATIVE_WINDOW]
+    if finding.category == "other":
+        close += hinted_categories(structure)
+    out: list[str] = []
+    for category in close:
+        if category != finding.category and category not in out:
+            out.append(category)
+    return out[:2]
 
 
 def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
@@ -414,28 +265,35 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     lines = _prepare(log_tail)
     engine = engine or (plan.engine if plan else None) or detect_engine_of((line.raw, line.text) for line in lines)
     setup = PlanView(engine, plan, facts)
-    health = _health(lines, engine)
-    finding = _choose(lines, _scan(lines, health.routine))
+    health = read_health(lines, engine)
+    structure = parse_structure(lines)
+    hits = _hits(lines, structure, health.routine)
+    finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
         if max(health.ready_pos, health.decode_pos) > finding.pos and finding.category != "host_oom_killed":
-            return _healthy(lines, health, error=finding.decisive)
+            return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
-        finding = _unrecognised(lines, exit_code, health)
+        finding = unrecognised(lines, exit_code, health)
     if finding is None:
-        return _healthy(lines, health)
+        return healthy_diagnosis(lines, health)
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \
             and exit_code != 0:
         finding.confidence = min(finding.confidence, 0.45)
+    finding.structure = structure
+    finding.alternatives = _alternatives(finding, hits, structure)
+    if finding.alternatives:
+        finding.confidence = min(finding.confidence, 0.6)
     steps, fix = advise(finding, setup, lines)
-    secrets = _secrets_of(plan)
+    secrets = secrets_of(plan)
     evidence_lines = [finding.decisive] + sorted(finding.support, key=lambda line: line.number)
     return Diagnosis(
         category=finding.category,
         cause=redact(finding.cause, secrets),
-        evidence=_evidence(evidence_lines, finding.match, secrets),
+        evidence=evidence_of(evidence_lines, finding.match, secrets),
         next_steps=[redact(step, secrets) for step in steps],
         confidence=round(finding.confidence, 2),
         fix=fix,
+        alternatives=finding.alternatives,
     )
 
 
@@ -444,22 +302,3 @@ def diagnose_file(path: str | Path, engine: str | None = None, *, exit_code: int
     """Diagnose a log file from its tail only (never reads the whole file)."""
     return diagnose(read_tail(path, max_bytes), exit_code=exit_code, engine=engine)
 
-
-def _overrides_words(overrides: PlanOverrides) -> str:
-    parts = [f"{name}={value}" for name, value in overrides.model_dump(exclude_defaults=True).items()]
-    return ", ".join(parts) if parts else "no change"
-
-
-def diagnosis_text(d: Diagnosis) -> str:
-    """Plain multi-line rendering: cause, evidence (with line numbers), next steps, fix."""
-    out = [f"Cause: {d.cause}", f"Category: {d.category} (confidence {d.confidence:.2f})"]
-    if d.evidence:
-        out.append("Evidence:")
-        width = len(str(max(e.line for e in d.evidence)))
-        out.extend(f"  line {e.line:>{width}}: {e.text}" for e in d.evidence)
-    if d.next_steps:
-        out.append("Next steps:")
-        out.extend(f"  {i}. {step}" for i, step in enumerate(d.next_steps, start=1))
-    if d.fix is not None:
-        out.append(f"Fix (relaunch after approval): {d.fix.summary} [{_overrides_words(d.fix.overrides)}]")
-    return "\n".join(out)

@@ -14,8 +14,12 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bot.models import EngineName, Fix, GpuProcess, HostFacts, LaunchPlan, PlanOverrides
+
+if TYPE_CHECKING:
+    from bot.diagnose_structure import TailStructure
 
 GIB = 1024 ** 3
 
@@ -44,6 +48,8 @@ class Finding:
     support: list[LogLine] = field(default_factory=list)
     rule: str | None = None
     pos: int = -1  # position of the decisive line in time order
+    structure: TailStructure | None = None  # the tail's exceptions, exits and start-up phases (diagnose_structure)
+    alternatives: list[str] = field(default_factory=list)  # other categories the evidence also supports
 
 
 # --------------------------------------------------------------------------------------------- the plan and host
@@ -694,7 +700,7 @@ def _advise_transformers(f: Finding, s: PlanView) -> Advice:
             None)
 
 
-def _other_engine(s: PlanView) -> tuple[EngineName, str] | None:
+def other_engine(s: PlanView) -> tuple[EngineName, str] | None:
     """The other engine, when the probe found it installed and importable on this host."""
     if not s.engine or not s.facts:
         return None
@@ -705,20 +711,7 @@ def _other_engine(s: PlanView) -> tuple[EngineName, str] | None:
     return None
 
 
-def _advise_architecture(f: Finding, s: PlanView) -> Advice:
-    arch = f.match.group(1) if f.match is not None and f.match.groups() else "this architecture"
-    version = s.plan.engine_version if s.plan and s.plan.engine_version else None
-    steps = [f"{s.engine or 'the engine'} {version or ''} has no implementation of {arch}: upgrade to a release "
-             f"that lists it".replace("  ", " ")]
-    fix = None
-    other = _other_engine(s)
-    if other:
-        steps.append(f"or serve it with {other[0]} {other[1]}, which is installed on the host")
-        fix = Fix(summary=f"try {other[0]} {other[1]} instead", overrides=PlanOverrides(engine=other[0]))
-    return steps, fix
-
-
-def _gpu_words(s: PlanView) -> str | None:
+def gpu_words(s: PlanView) -> str | None:
     gpus = [s.facts.gpu(i) for i in (s.plan.gpus if s.plan else [])] if s.facts else []
     gpu = next((g for g in gpus if g), None) or (s.facts.gpus[0] if s.facts and s.facts.gpus else None)
     if gpu is None:
@@ -728,7 +721,7 @@ def _gpu_words(s: PlanView) -> str | None:
 
 
 def _advise_cuda(f: Finding, s: PlanView) -> Advice:
-    gpu = _gpu_words(s)
+    gpu = gpu_words(s)
     steps: list[str] = []
     fix: Fix | None = None
     if f.kind == "driver":
@@ -752,7 +745,7 @@ def _advise_cuda(f: Finding, s: PlanView) -> Advice:
 
 
 def _advise_quantization(f: Finding, s: PlanView) -> Advice:
-    gpu = _gpu_words(s)
+    gpu = gpu_words(s)
     if f.kind == "dtype":
         dtype = f.match.group(1) if f.match is not None else "this dtype"
         return ([f"{dtype} does not work with these quantization kernels: run in float16 (--dtype float16)"],
@@ -764,34 +757,6 @@ def _advise_quantization(f: Finding, s: PlanView) -> Advice:
                  f"supports".replace("  ", " ")], None)
     return ([f"{gpu or 'this GPU'} cannot run this quantization: use a checkpoint in another format (bf16/fp16, or "
              f"AWQ/GPTQ on older GPUs), or a GPU that supports it"], None)
-
-
-def _advise_jit(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
-    steps: list[str] = []
-    fix: Fix | None = None
-    kinds = {
-        "python_dev": "install the Python development headers on the host (apt install python3-dev for the engine's "
-                      "Python version): Triton compiles a small C launcher at start",
-        "compiler": "install a C compiler on the host (apt install build-essential) or set CC: Triton needs one",
-        "nvcc": "install the CUDA toolkit (nvcc) matching the engine's CUDA and set CUDA_HOME: JIT kernels need it",
-        "ninja": "read the ninja compile errors above the failure; clear the JIT cache (~/.cache/flashinfer) and "
-                 "relaunch; check that nvcc matches the GPU architecture",
-        "ptxas": "Triton cannot compile this kernel for this GPU's architecture: upgrade triton / the engine, or "
-                 "avoid the kernel path (another attention backend or quantization format)",
-        "torch_compile": "relaunch without torch.compile (drop --enable-torch-compile / use -O0 in vLLM)",
-    }
-    steps.append(kinds.get(f.kind or "", "a JIT kernel build failed: read the compiler output above it"))
-    gpu = _gpu_words(s)
-    if gpu and f.kind in ("ptxas", "ninja"):
-        steps.append(f"the GPU is {gpu}")
-    if s.engine == "sglang" and any("flashinfer" in line.text for line in lines):
-        steps.append("or avoid FlashInfer's JIT kernels: --attention-backend triton")
-        fix = Fix(summary="--attention-backend triton (no FlashInfer JIT build)",
-                  overrides=PlanOverrides(extra_args=["--attention-backend", "triton"]))
-    if f.kind == "torch_compile" and "--enable-torch-compile" in s.argv:
-        fix = Fix(summary="drop --enable-torch-compile",
-                  overrides=PlanOverrides(remove_args=["--enable-torch-compile"]))
-    return steps, fix
 
 
 def _p2p_broken(s: PlanView) -> bool:
@@ -842,37 +807,8 @@ def _advise_host_oom(f: Finding, s: PlanView) -> Advice:
     return steps, None
 
 
-def _advise_other(f: Finding, s: PlanView) -> Advice:
-    steps: list[str] = []
-    fix: Fix | None = None
-    if f.kind == "transformers_too_new":
-        steps.append("install the transformers version this engine release pins (see its requirements), or upgrade "
-                     "the engine")
-    elif f.kind == "segfault":
-        steps.append(f"a native crash: relaunch with {s.flag('no_graph')} or another attention backend to isolate "
-                     f"it; check engine, torch and driver versions match")
-    elif f.kind == "kernel_crash":
-        steps.append("rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try without CUDA graphs or with another "
-                     "attention backend; report it upstream with the log")
-    elif f.kind == "root_cause_elsewhere":
-        steps.append("the real error was printed earlier or by another process (the engine core / a TP worker) and "
-                     "is not in this tail: read more of the log above it")
-    elif f.kind == "import_warning":
-        steps.append("an import failed earlier (quoted) and the crash is most likely its consequence: fix that "
-                     "install first (a compiled package built for another torch/CUDA, or a missing module)")
-    elif f.kind == "signal":
-        steps.append("the process was stopped by a signal; check who sent it (a person, a supervisor, a timeout)")
-    else:
-        steps.append("unrecognised crash: the last error lines are quoted; search the engine's issues for the "
-                     "exception text")
-    if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):
-        steps.append("the plan uses MTP: relaunching without speculative decoding shows whether MTP triggers it")
-        fix = Fix(summary="relaunch without speculative decoding to isolate the cause",
-                  overrides=PlanOverrides(speculative="none"))
-    return steps, fix
-
-
-def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
+def category_advice(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
+    """Steps and fix for the categories this module advises on (bot/diagnose_advise.py routes the others)."""
     advisors: dict[str, Callable[[], Advice]] = {
         "kv_cache_insufficient": lambda: _advise_kv(f, s),
         "cuda_graph_oom": lambda: _advise_graph(f, s),
@@ -885,15 +821,10 @@ def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
         "model_files_missing_or_corrupt": lambda: _advise_files(f, s),
         "missing_dependency": lambda: _advise_dependency(f, s),
         "transformers_too_old": lambda: _advise_transformers(f, s),
-        "unsupported_architecture": lambda: _advise_architecture(f, s),
         "cuda_arch_or_driver": lambda: _advise_cuda(f, s),
         "quantization_unsupported": lambda: _advise_quantization(f, s),
-        "jit_compile_failure": lambda: _advise_jit(f, s, lines),
         "nccl_error": lambda: _advise_nccl(f, s),
         "host_oom_killed": lambda: _advise_host_oom(f, s),
-        "other": lambda: _advise_other(f, s),
     }
     advisor = advisors.get(f.category)
     return advisor() if advisor else ([], None)
-
-

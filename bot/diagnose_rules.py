@@ -16,7 +16,9 @@ KV cache, CUDA graph capture, serving), read from the traceback frames and log l
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from bot.diagnose_rule import Rule, r
+from bot.diagnose_rules_signals import SIGNAL_RULES
 
 #: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
 OOM = "@oom"
@@ -29,22 +31,7 @@ PHASE_LOOKAHEAD = 8
 CONTEXT_LINES = 12
 
 
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    category: str  # an id of shared/corpus/TAXONOMY.md, "other" for a known cause outside it, or OOM
-    pattern: re.Pattern[str]
-    priority: int
-    confidence: float
-    cause: str  # one line; "{0}", "{1}"... are the pattern's groups ("?" when absent)
-    kind: str | None = None  # a finer reason the advice depends on ("raise", "lower", "context", "p2p", ...)
-    any_level: bool = False  # also match lines logged at INFO/WARNING (NCCL WARN, Ray's worker-died warning, ...)
-    exclude: re.Pattern[str] | None = None  # the same line matching this is not a hit (harmless variants)
-    context: re.Pattern[str] | None = None  # must be seen within CONTEXT_LINES above the line
-
-
-def _r(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+_r = r
 
 
 #: Engines report optional imports that failed and carry on (SGLang: "Ignore import error when loading
@@ -73,11 +60,6 @@ RULES: tuple[Rule, ...] = (
             r"with|are mutually exclusive)\b[^\n]{0,80}"),
          55, 0.7, "incompatible flags ({0} and another option)",
          exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
-    # ------------------------------------------------------------------ port
-    Rule("address_in_use", "port_in_use",
-         _r(r"address already in use|EADDRINUSE|\[Errno 98\]|Only one usage of each socket address"
-            r"|port \d+ is (?:already )?in use|port \d+ is not available"),
-         80, 0.9, "the port is already taken by another process"),
     # ------------------------------------------------------------------ tensor parallel divisibility
     Rule("heads_not_divisible", "tp_not_divisible",
          _r(r"Total number of (?:attention|key[ _-]value) heads \((\d+)\) must be divisible by tensor parallel "
@@ -296,14 +278,11 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-    Rule("shell_killed", "host_oom_killed",
-         _r(r"^Killed\s*$|\bline \d+:\s+\d+ Killed\b|^\[\d+\]\+?\s+Killed\b"), 25, 0.55,
-         "the engine was killed (SIGKILL) by the system: most often the host OOM killer", kind="bare_kill"),
     Rule("engine_died", "host_oom_killed",
          _r(r"Engine core proc \S+ died unexpectedly|EngineCore\S* died unexpectedly"),
          20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the host "
          "OOM killer)"),
-)
+) + SIGNAL_RULES
 
 #: Consequences that name no cause: the real error is elsewhere (above, or in another process).
 FRAMING = re.compile(

@@ -307,6 +307,8 @@ class Diagnosis(Frozen):
     next_steps: list[str] = Field(default_factory=list)
     confidence: float = Field(default=0.5, ge=0, le=1)
     fix: Fix | None = None
+    #: A low-confidence verdict names the other categories it is unsure between (best first); empty when sure.
+    alternatives: list[str] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------- deployment

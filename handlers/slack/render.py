@@ -563,7 +563,9 @@ def approval_text(view: ApprovalView) -> str:
 
 def diagnosis_blocks(d: Diagnosis, *, approval: ApprovalView | None) -> list[Block]:
     """Cause, the evidence lines from the log (a code block), next steps, the proposed fix, then the approval."""
-    head = f"🩺 *{escape(clip(d.cause, 1500))}*\n_category `{escape(d.category)}` · confidence {d.confidence:.0%}_"
+    unsure = f" · unsure between {escape(', '.join([d.category, *d.alternatives]))}" if d.alternatives else ""
+    head = (f"🩺 *{escape(clip(d.cause, 1500))}*\n_category `{escape(d.category)}` · confidence "
+            f"{d.confidence:.0%}{unsure}_")
     blocks: list[Block] = [_section(head)]
     if d.evidence:
         width = len(str(max(e.line for e in d.evidence)))

@@ -1,0 +1,81 @@
+"""Score the crash diagnoser on the real crash-log corpus: per-category precision / recall, dev and held-out apart.
+
+    .venv/bin/python bench/diagnose_eval.py [--confusions]
+
+Prints, for each split (``tests/crashcorpus.py``): logs, category accuracy, false alarms (a healthy log called a
+crash), crashes called healthy, the decisive-line hit rate (the first evidence line holds the file's ``decisive``
+text, where the file gives one), and a per-category table (support, predicted, precision, recall). ``--confusions``
+lists the dev logs whose category is wrong (expected -> got, with the cause). Held-out logs are only counted: their
+names and content are never printed, so the held-out figure stays a measurement on logs nobody tuned against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.diagnose import diagnose  # noqa: E402
+from tests.crashcorpus import Split, corpus  # noqa: E402
+
+
+def score(split: Split) -> dict:
+    rows = []
+    for name, entry in corpus(split):
+        result = diagnose(entry["log"])
+        decisive = entry.get("decisive")
+        hit = None if not decisive else bool(result.evidence) and decisive in result.evidence[0].text
+        rows.append((name, entry["category"], result.category, hit, result.cause, result.confidence))
+    return {"rows": rows}
+
+
+def table(rows: list[tuple]) -> list[str]:
+    support = Counter(expected for _, expected, *_ in rows)
+    predicted = Counter(got for _, _, got, *_ in rows)
+    right = Counter(expected for _, expected, got, *_ in rows if expected == got)
+    out = [f"  {'category':32} {'support':>7} {'predicted':>9} {'precision':>9} {'recall':>7}"]
+    for category in sorted(set(support) | set(predicted)):
+        precision = f"{right[category] / predicted[category]:.2f}" if predicted[category] else "-"
+        recall = f"{right[category] / support[category]:.2f}" if support[category] else "-"
+        out.append(f"  {category:32} {support[category]:>7} {predicted[category]:>9} {precision:>9} {recall:>7}")
+    return out
+
+
+def report(split: Split, confusions: bool) -> float:
+    rows = score(split)["rows"]
+    if not rows:
+        print(f"{split}: no logs")
+        return 0.0
+    correct = sum(expected == got for _, expected, got, *_ in rows)
+    false_alarms = sum(expected == "none" and got != "none" for _, expected, got, *_ in rows)
+    missed = sum(expected != "none" and got == "none" for _, expected, got, *_ in rows)
+    hits = [r[3] for r in rows if r[3] is not None]
+    print(f"{split}_logs: {len(rows)}")
+    print(f"{split}_healthy_logs: {sum(r[1] == 'none' for r in rows)}")
+    print(f"{split}_category_accuracy: {correct / len(rows):.3f} ({correct}/{len(rows)})")
+    print(f"{split}_false_alarms: {false_alarms}")
+    print(f"{split}_crashes_called_healthy: {missed}")
+    if hits:
+        print(f"{split}_decisive_line_hits: {sum(hits) / len(hits):.3f} ({sum(hits)}/{len(hits)})")
+    print("\n".join(table(rows)))
+    if confusions and split == "dev":
+        for name, expected, got, hit, cause, confidence in rows:
+            if expected != got:
+                print(f"  MISS {name}: {expected} -> {got} ({confidence:.2f}) {cause[:140]}")
+    return correct / len(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--confusions", action="store_true", help="list the dev logs classified wrong")
+    args = parser.parse_args()
+    for split in ("dev", "heldout"):
+        report(split, args.confusions)
+        print()
+
+
+if __name__ == "__main__":
+    main()

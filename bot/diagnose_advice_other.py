@@ -1,0 +1,92 @@
+"""Next steps for a crash outside the taxonomy (``other``): built from what the tail shows (the exception, where
+it was raised, how far the start-up got, how the process ended) and the installed version, never a bare "read the
+log". When the root cause really is not in the tail (only "Engine core initialization failed" is), the steps say
+which process failed and what to capture.
+"""
+
+from __future__ import annotations
+
+from bot.diagnose_advice import Advice, Finding, PlanView
+from bot.diagnose_advice_version import installed_version
+from bot.models import Fix, PlanOverrides
+from planners.compat import engine_label
+
+_ISSUES = {"sglang": "github.com/sgl-project/sglang/issues", "vllm": "github.com/vllm-project/vllm/issues"}
+_TRIGGERS = {
+    "kv_cache_insufficient": "the KV cache sizing", "cuda_graph_oom": "CUDA graph capture",
+    "speculative_config_invalid": "speculative decoding (MTP/EAGLE)", "model_files_missing_or_corrupt": "the checkpoint",
+    "jit_compile_failure": "a JIT-compiled kernel", "nccl_error": "multi-GPU communication",
+    "quantization_unsupported": "the quantization kernels", "unsupported_architecture": "the model implementation",
+    "bad_argument": "a launch flag",
+}
+
+
+def _where_and_when(f: Finding) -> str:
+    """' in vllm/v1/worker/gpu_model_runner.py (_dummy_run), after: weights loaded (25.3 GB)' or ''."""
+    structure = f.structure
+    if structure is None:
+        return ""
+    exc = structure.exception_at(f.pos) or structure.last_exception
+    where = f" in {exc.where()}" if exc is not None and exc.where() else ""
+    phase = structure.phase_words()
+    return where + (f", after: {phase}" if phase else ", before the weights started loading")
+
+
+def _search_step(f: Finding, s: PlanView) -> str:
+    text = (f.decisive.text if f.decisive else f.cause)[:100]
+    version = installed_version(s)
+    engine = engine_label(s.engine, version) if s.engine else "the engine"
+    where = _ISSUES.get(s.engine or "", "the engine's issue tracker")
+    upgrade = f"; if {engine} is not the latest release, a newer one may carry the fix" if version else \
+        "; note the engine version with the report"
+    return f"search {where} for \"{text}\"{upgrade}"
+
+
+def _unsure_step(f: Finding) -> str | None:
+    triggers = [_TRIGGERS[c] for c in f.alternatives if c in _TRIGGERS]
+    if not triggers:
+        return None
+    return f"the exception was raised in code for {' and '.join(triggers)}: relaunching with it off or changed " \
+           f"shows whether it is the trigger"
+
+
+def _first_step(f: Finding, s: PlanView) -> str:
+    context = _where_and_when(f)
+    if f.kind == "transformers_too_new":
+        return "install the transformers version this engine release pins (see its requirements), or upgrade the engine"
+    if f.kind == "segfault":
+        return f"a native crash{context}: relaunch with {s.flag('no_graph')} or another attention backend to isolate " \
+               f"it; check engine, torch and driver versions match"
+    if f.kind == "kernel_crash":
+        return f"a CUDA kernel crashed{context}: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel; try without CUDA " \
+               f"graphs ({s.flag('no_graph')}) or with another attention backend"
+    if f.kind == "root_cause_elsewhere":
+        return f"only the consequence is in this tail (quoted){context}: the failing process (engine core / TP worker) " \
+               f"printed its error before it; capture the log from the launch on (or relaunch with one GPU and " \
+               f"{s.flag('no_graph')}) to see it"
+    if f.kind == "import_warning":
+        return "an import failed earlier (quoted) and the crash is most likely its consequence: fix that install " \
+               "first (a compiled package built for another torch/CUDA, or a missing module)"
+    if f.kind == "signal":
+        return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
+    structure = f.structure
+    exc = (structure.exception_at(f.pos) or structure.last_exception) if structure else None
+    if exc is not None:
+        return f"the engine raised {exc.qualname}{context}: not a known misconfiguration, most likely an engine bug " \
+               f"or a version mismatch between the engine and its packages (torch, transformers, flashinfer)"
+    return f"the engine stopped{context} without an error this diagnoser knows; the quoted lines are the last errors"
+
+
+def advise_other(f: Finding, s: PlanView) -> Advice:
+    steps = [_first_step(f, s)]
+    unsure = _unsure_step(f)
+    if unsure:
+        steps.append(unsure)
+    if f.kind not in ("transformers_too_new", "import_warning"):
+        steps.append(_search_step(f, s))
+    fix: Fix | None = None
+    if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):
+        steps.append("the plan uses MTP: relaunching without speculative decoding shows whether MTP triggers it")
+        fix = Fix(summary="relaunch without speculative decoding to isolate the cause",
+                  overrides=PlanOverrides(speculative="none"))
+    return steps, fix

@@ -1,0 +1,18 @@
+"""Next steps and the fix for a finding: routes each category to the module that advises on it."""
+
+from __future__ import annotations
+
+from bot.diagnose_advice import Advice, Finding, LogLine, PlanView, category_advice
+from bot.diagnose_advice_build import advise_jit
+from bot.diagnose_advice_other import advise_other
+from bot.diagnose_advice_version import advise_architecture
+
+
+def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
+    if f.category == "other":
+        return advise_other(f, s)
+    if f.category == "jit_compile_failure":
+        return advise_jit(f, s, lines)
+    if f.category == "unsupported_architecture":
+        return advise_architecture(f, s)
+    return category_advice(f, s, lines)

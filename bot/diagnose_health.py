@@ -1,0 +1,82 @@
+"""The healthy path of a tail: is the server up, serving, or still starting; and the ``none`` diagnosis for it.
+
+Lines the engine's healthy path explains (weights loaded, KV cache allocated, decode statistics) are never matched
+against the crash rules; an error followed by a server that kept serving is not a crash.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.diagnose_advice import LogLine
+from bot.diagnose_render import evidence_of, last_line
+from bot.logevents import DecodeStats, LogReader, NormalizedLine, ServerReady
+from bot.models import Diagnosis
+
+#: Access-log and scheduler lines of a working server: never an error, so never matched against the rules.
+_ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch[.,] #new-seq')
+_HTTP_UP = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP/1\.1\" 200")
+
+
+@dataclass
+class Health:
+    ready: LogLine | None = None
+    ready_pos: int = -1
+    decode: DecodeStats | None = None
+    decode_line: LogLine | None = None
+    decode_pos: int = -1
+    last_step: LogLine | None = None  # the last milestone of the start (weights, KV cache, graphs)
+    http_up: LogLine | None = None  # the HTTP server listens (SGLang: warm-up not finished yet)
+    routine: set[int] = field(default_factory=set)  # positions of lines that are healthy progress, not errors
+
+
+def read_health(lines: list[LogLine], engine: str | None) -> Health:
+    reader = LogReader(engine)
+    health = Health()
+    for pos, line in enumerate(lines):
+        if _HTTP_UP.search(line.text):
+            health.http_up = line
+        if _ROUTINE.search(line.text):
+            health.routine.add(pos)
+        for event in reader.feed_normalized(NormalizedLine(line.text, line.level, None), line.raw):
+            if event.kind == "error_line":
+                continue
+            health.routine.add(pos)
+            if isinstance(event, ServerReady):
+                health.ready, health.ready_pos = line, pos
+            elif isinstance(event, DecodeStats):
+                health.decode, health.decode_line, health.decode_pos = event, line, pos
+            else:
+                health.last_step = line
+    return health
+
+
+def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None) -> Diagnosis:
+    evidence = [line for line in (error, health.ready, health.decode_line) if line is not None]
+    if error is not None:
+        cause = "an error was logged but the server kept serving after it"
+        confidence = 0.6
+        steps = [f"keep an eye on line {error.number}; nothing to relaunch"]
+    elif health.decode is not None:
+        d = health.decode
+        extra = f", accept length {d.accept_len:.2f}" if d.accept_len is not None else ""
+        cause = (f"healthy: serving ({d.running} running, {d.throughput_tok_s:.0f} tok/s{extra}); no error in the log")
+        confidence, steps = 0.9, []
+    elif health.ready is not None:
+        cause = "healthy: the server is up and no error follows (an idle vLLM server logs nothing more)"
+        confidence, steps = 0.9, []
+    elif health.http_up is not None:
+        evidence.append(health.http_up)
+        cause = "healthy so far: the HTTP server is up and no error follows (the warm-up / ready line is next)"
+        confidence, steps = 0.8, []
+    else:
+        last = health.last_step or last_line(lines)
+        if last is not None:
+            evidence.append(last)
+        cause = "no error in the log: the server is still starting (no ready line yet)" if lines \
+            else "the log is empty"
+        confidence = 0.6 if lines else 0.3
+        steps = ["wait for the ready line; if nothing moves for minutes, look at the last line"] if lines else []
+    return Diagnosis(category="none", cause=cause, evidence=evidence_of(evidence, None, ()),
+                     next_steps=steps, confidence=confidence)

@@ -1,0 +1,96 @@
+"""Rules for what any process prints whatever the engine: the OS (a killed process, a taken port, in every locale),
+the linker and compilers of a JIT kernel build, the CUDA driver; and engine wordings of a feature or architecture
+the installed build does not run (vLLM's V1 engine refusing a feature, an architecture that "failed to be
+inspected", the Transformers fallback model class).
+
+Sources, each the engine's or tool's own text:
+- the shell's "Killed" and strerror(EADDRINUSE) in every locale: glibc's message catalogues (bot/diagnose_locale.py);
+- ZMQ's "Address already in use (addr='tcp://127.0.0.1:5570')": https://github.com/vllm-project/vllm/issues/7196,
+  https://github.com/sgl-project/sglang/issues/9396; torch's TCPStore "EADDRINUSE": vllm-project/vllm#11617;
+- the linker while Triton builds its launcher ("/usr/bin/ld: cannot find -lcuda", "collect2: error: ld returned 1
+  exit status", CalledProcessError of gcc on main.c): https://github.com/state-spaces/mamba/issues/123,
+  https://github.com/pytorch/pytorch/issues/103417;
+- vLLM's V1 oracle, vllm/engine/arg_utils.py ``_raise_or_warning``: "VLLM_USE_V1=1 is not supported with {feature}"
+  (raised) and "{feature} is not supported by the V1 Engine. Falling back to V0." (a warning):
+  https://github.com/vllm-project/vllm/pull/13726, https://github.com/vllm-project/vllm-ascend/issues/2169;
+- vLLM's registry: "Model architectures ['Qwen2ForCausalLM'] failed to be inspected. Please check the logs for more
+  details." https://github.com/vllm-project/vllm/issues/17341;
+- vLLM's Transformers fallback: "The Transformers implementation of StableLMAlphaForCausalLM is not compatible with
+  vLLM", "... has no vLLM implementation": https://github.com/vllm-project/vllm/issues/15046.
+Patterns are linear-time: no nested quantifiers, bounded gaps (``[^\\n]{0,N}``) between alternatives.
+"""
+
+from __future__ import annotations
+
+from bot.diagnose_locale import ADDRESS_IN_USE, KILLED
+from bot.diagnose_rule import Rule, r
+
+#: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
+_ARCH = r"\[?'?[A-Z]\w{0,80}(?:For[A-Z]\w{0,60}|Model|LMHeadModel)'?\]?"
+#: The newer engine or model runner that refuses a feature (vLLM V1, its Model Runner V2).
+_NEW_RUNNER = r"(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b"
+_NOT_SUPPORTED = r"(?:is|are) (?:not|not yet|currently not) supported (?:by|in|on|with|for) "
+
+SIGNAL_RULES: tuple[Rule, ...] = (
+    # ------------------------------------------------------------------ the OS: a taken port, any port, any locale
+    Rule("address_in_use", "port_in_use",
+         r(ADDRESS_IN_USE + r"|EADDRINUSE|\[Errno 98\]|errno:? ?98\b|Only one usage of each socket address"
+           r"|\bAddress in use\b|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
+           r"|\bport \d{2,5} is not (?:available|free)|Can(?:no|')t bind (?:to )?(?:port|address)"),
+         80, 0.9, "a port the engine binds is already taken by another process"),
+    # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
+    Rule("shell_killed", "host_oom_killed",
+         r(r"^" + KILLED + r"\s*(?:\(core dumped\))?$|\d+:\s+\d+\s+" + KILLED + r"(?:\s|$)"
+           r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)|^zsh: killed\s"),
+         25, 0.55, "the engine was killed (SIGKILL) by the system: most often the host OOM killer", kind="bare_kill"),
+    Rule("container_oom", "host_oom_killed",
+         r(r"\bOOMKilled\b|code=killed, status=9/KILL|exited with code 137\b|Exit code: 137\b"), 35, 0.65,
+         "the container or service was killed with SIGKILL (exit 137): its memory limit or the host OOM killer",
+         any_level=True),
+    # ------------------------------------------------------------------ the linker and compilers of a JIT build
+    Rule("linker_missing_library", "jit_compile_failure",
+         r(r"\bld(?:\.\w{1,10})?: cannot find -l([\w.+-]{1,80})|\bld(?:\.\w{1,10})?: cannot find ([^\s:]{1,200})"),
+         82, 0.9, "a JIT kernel build failed to link: the linker cannot find lib{0} ({1})", kind="linker"),
+    Rule("linker_failed", "jit_compile_failure",
+         r(r"collect2: error: ld returned \d+ exit status|\bundefined reference to [`'](\S{1,200})'"), 78, 0.85,
+         "a JIT kernel build failed at the link step", kind="linker"),
+    Rule("compiler_failed", "jit_compile_failure",
+         r(r"CalledProcessError: Command '\['[^']{0,200}\b(?:gcc|g\+\+|cc|c\+\+|clang\+?\+?|nvcc)'"
+           r"|\.(?:c|cc|cpp|cu|cuh|h|hpp):\d+:(?:\d+:)? (?:fatal )?error: (.{1,200})|\bnvcc fatal\s*:"
+           r"|error: command '[^']{0,200}(?:gcc|nvcc|g\+\+)' failed"),
+         76, 0.85, "a JIT kernel build failed in the compiler", kind="compiler_error"),
+    # ------------------------------------------------------------------ the CUDA driver and devices
+    Rule("no_gpu", "cuda_arch_or_driver",
+         r(r"no CUDA-capable device is detected|cudaErrorNoDevice|Found no NVIDIA driver on your system"
+           r"|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate"
+           r"|system has unsupported display driver / cuda driver combination|CUDA unknown error - this may be due"
+           r"|the provided PTX was compiled with an unsupported toolchain"),
+         80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
+         kind="driver"),
+    # ------------------------------------------------------------------ a newer runner refuses a feature / model
+    Rule("v1_architecture", "unsupported_architecture",
+         r(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r")[^\n]{0,80}?" + _NOT_SUPPORTED
+           + _NEW_RUNNER),
+         80, 0.85, "this vLLM's V1 engine does not run the architecture {0}{1}", kind="v1",
+         exclude=r(r"Falling back to V0")),
+    Rule("v1_quantization", "quantization_unsupported",
+         r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|bitsandbytes|gguf|w8a8|int8|int4|quantization)\b[^\n]{0,120}"
+           + _NOT_SUPPORTED + _NEW_RUNNER),
+         79, 0.8, "this vLLM's V1 engine does not support {0} quantization here", kind="v1",
+         exclude=r(r"Falling back to V0")),
+    Rule("v1_feature", "bad_argument",
+         r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|([^\n]{1,120}?) " + _NOT_SUPPORTED + _NEW_RUNNER),
+         70, 0.75, "the engine's newer runner (vLLM V1) does not support {0}{1}", kind="v1_feature",
+         exclude=r(r"Falling back to V0")),
+    Rule("architecture_inspection_failed", "unsupported_architecture",
+         r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
+           r"|Error in inspecting model architecture '([\w.]{1,120})'"),
+         62, 0.75, "vLLM could not load its implementation of {0}{1} (the architecture failed to be inspected)",
+         kind="inspect"),
+    Rule("transformers_fallback_incompatible", "unsupported_architecture",
+         r(r"The Transformers implementation of '?([\w.]{1,120})'? is not compatible with vLLM"
+           r"|\b([\w.]{1,120}) has no vLLM implementation|^AttributeError: '(Transformers\w{0,60})' object has no"
+           r" attribute|is not supported by the Transformers backend"),
+         76, 0.8, "the engine has no native implementation of {0}{1}{2} and its generic Transformers fallback "
+         "cannot run it", kind="fallback"),
+)

@@ -1,0 +1,216 @@
+"""Read a crash tail the way an expert does: the exceptions with their frames and chained causes, how the process
+ended, and how far the start-up got.
+
+``parse_structure(lines)`` returns a ``TailStructure``:
+- ``exceptions``: every exception line, with the traceback frames printed above it (file paths and functions,
+  innermost last) and the exception it was chained from ("The above exception was the direct cause of the following
+  exception" / "During handling of the above exception, another exception occurred"); an exception line without a
+  traceback (a one-line paste) is kept too, with no frames.
+- ``exits``: how the process ended when the tail says (an exit code, a signal, the shell's "Killed" in any locale).
+- ``milestones``: the start-up phases the log reached, in order (arguments parsed, weights loading, weights loaded
+  with their size, KV cache allocated, CUDA graphs capturing / captured, server up).
+The diagnoser's structural rules (bot/diagnose_structure_rules.py) decide a category from these; the advice quotes
+them (the exception, the phase reached). Traceback shapes are CPython's (traceback.py), the milestone lines the
+engines' own (tests/data/engines/*-log-lines.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.diagnose_advice import LogLine
+from bot.diagnose_locale import KILLED
+
+_HEADER = re.compile(r"Traceback \(most recent call last\):?\s*$")
+_FRAME = re.compile(r'^File "([^"]{1,500})", line (\d+)(?:, in (\S{1,200}))?')
+_CAUSE = re.compile(r"^The above exception was the direct cause of the following exception")
+_CONTEXT = re.compile(r"^During handling of the above exception, another exception occurred")
+#: An exception line right after frames: any dotted class name, then ": message" or nothing.
+_AFTER_FRAMES = re.compile(r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Za-z_]\w{0,80})(?:: ?(.*))?$")
+#: An exception line anywhere: the class name must say it is one.
+_STANDALONE = re.compile(
+    r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure))(?:: ?(.*))?$")
+#: How long (lines) frames wait for their exception line while other processes' lines interleave.
+FRAME_PATIENCE = 60
+
+_EXIT = re.compile(
+    r"exit ?code[=:]? ?(-?\d{1,3})\b|exited with (?:code|status) (-?\d{1,3})\b|returned non-zero exit status (\d{1,3})"
+    r"|\bsignal (\d{1,2})\b|Signals\.(SIG[A-Z]{2,6})|code=killed, status=(\d{1,2})", re.IGNORECASE)
+_KILLED = re.compile(r"^" + KILLED + r"\s*(?:\(core dumped\))?$|\d+:\s+\d+\s+" + KILLED + r"(?:\s|$)"
+                     r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)", re.IGNORECASE)
+
+#: Start-up milestones in the order a launch reaches them: (phase, pattern, group holding GB/GiB or 0).
+MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("args_parsed", re.compile(r"server_args=ServerArgs\(|non-default args:|args: Namespace\(|vLLM API server "
+                               r"version"), 0),
+    ("weights_loading", re.compile(r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|Starting to "
+                                   r"load model|Multi-thread loading shards|Loading weights with"), 0),
+    ("weights_loaded", re.compile(r"Load weight end\..{0,200}?mem usage=([\d.]+) ?GB|Model loading took ([\d.]+) ?GiB"
+                                  r"|Loading model weights took ([\d.]+) ?GB|Loading weights took"), -1),
+    ("kv_allocated", re.compile(r"KV Cache is allocated|GPU KV cache size|# ?GPU blocks:|max_total_num_tokens="
+                                r"|Available KV cache memory"), 0),
+    ("graphs_capturing", re.compile(r"Capture (?:piecewise )?cuda graph begin|Capturing (?:CUDA|cuda) ?graphs?"
+                                    r"|Capturing cudagraphs|Capturing batches|Capturing the model for CUDA graphs",
+                                    re.IGNORECASE), 0),
+    ("graphs_captured", re.compile(r"Capture (?:piecewise )?cuda graph end|Graph capturing finished", re.IGNORECASE),
+     0),
+    ("server_up", re.compile(r"fired up and ready to roll|Application startup complete|Uvicorn running on"), 0),
+)
+PHASE_WORDS = {
+    "args_parsed": "arguments parsed", "weights_loading": "loading the weights", "weights_loaded": "weights loaded",
+    "kv_allocated": "KV cache allocated", "graphs_capturing": "capturing CUDA graphs",
+    "graphs_captured": "CUDA graphs captured", "server_up": "server up",
+}
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    function: str
+
+
+@dataclass
+class RaisedException:
+    qualname: str  # "torch.OutOfMemoryError"
+    message: str
+    pos: int
+    frames: list[Frame] = field(default_factory=list)  # outermost first, innermost last
+    chained_from: RaisedException | None = None  # the exception this one was raised from / while handling
+    chain: str | None = None  # "cause" ("direct cause") or "context" ("during handling")
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    def innermost(self, count: int = 6) -> list[Frame]:
+        return self.frames[-count:][::-1]
+
+    def where(self) -> str:
+        """The innermost frame as 'package/path.py (function)', for advice."""
+        if not self.frames:
+            return ""
+        frame = self.frames[-1]
+        path = re.sub(r"^.*/(?:site-packages|dist-packages)/", "", frame.path)
+        if path == frame.path:
+            path = "/".join(frame.path.split("/")[-3:])
+        return f"{path} ({frame.function})" if frame.function else path
+
+    def root(self) -> RaisedException:
+        """The first exception of its chain: the original failure."""
+        exc = self
+        while exc.chained_from is not None:
+            exc = exc.chained_from
+        return exc
+
+
+@dataclass(frozen=True)
+class ProcessExit:
+    pos: int
+    code: int | None
+    signal: str | None  # "SIGKILL", ...
+
+
+@dataclass(frozen=True)
+class Milestone:
+    phase: str
+    pos: int
+    gib: float | None = None
+
+
+@dataclass
+class TailStructure:
+    exceptions: list[RaisedException] = field(default_factory=list)
+    exits: list[ProcessExit] = field(default_factory=list)
+    milestones: list[Milestone] = field(default_factory=list)
+
+    @property
+    def last_exception(self) -> RaisedException | None:
+        return self.exceptions[-1] if self.exceptions else None
+
+    def exception_at(self, pos: int) -> RaisedException | None:
+        return next((exc for exc in self.exceptions if exc.pos == pos), None)
+
+    @property
+    def last_phase(self) -> Milestone | None:
+        order = {phase: i for i, (phase, _, _) in enumerate(MILESTONES)}
+        return max(self.milestones, key=lambda m: (order[m.phase], m.pos), default=None)
+
+    def phase_words(self) -> str | None:
+        last = self.last_phase
+        if last is None:
+            return None
+        size = f" ({last.gib:.1f} GB)" if last.gib else ""
+        return f"{PHASE_WORDS[last.phase]}{size}"
+
+
+_SIGNALS = {9: "SIGKILL", 137: "SIGKILL", -9: "SIGKILL", 11: "SIGSEGV", 139: "SIGSEGV", -11: "SIGSEGV",
+            6: "SIGABRT", 134: "SIGABRT", -6: "SIGABRT", 15: "SIGTERM", 143: "SIGTERM", -15: "SIGTERM"}
+
+
+def _exit_of(pos: int, text: str) -> ProcessExit | None:
+    if _KILLED.search(text):
+        return ProcessExit(pos, None, "SIGKILL")
+    match = _EXIT.search(text)
+    if match is None:
+        return None
+    number, signal_name = next((g for g in match.groups()[:4] if g), None), match.group(5)
+    if match.group(6):
+        return ProcessExit(pos, None, _SIGNALS.get(int(match.group(6))))
+    if signal_name:
+        return ProcessExit(pos, None, signal_name.upper())
+    code = int(number) if number else None
+    signal = _SIGNALS.get(code) if code is not None and (code < 0 or code > 128 or match.group(4)) else None
+    if match.group(4):
+        code = None
+    return ProcessExit(pos, code, signal)
+
+
+def _milestone_of(pos: int, text: str) -> Milestone | None:
+    for phase, pattern, _ in MILESTONES:
+        match = pattern.search(text)
+        if match:
+            size = next((g for g in match.groups() if g), None) if match.groups() else None
+            return Milestone(phase, pos, float(size) if size else None)
+    return None
+
+
+def parse_structure(lines: list[LogLine]) -> TailStructure:
+    """The exceptions, process exits and start-up milestones of a tail (``lines`` in time order)."""
+    out = TailStructure()
+    frames: list[Frame] = []
+    frames_at = -1
+    chain: str | None = None
+    for pos, line in enumerate(lines):
+        text = line.text
+        if not text:
+            continue
+        if _HEADER.search(text):
+            frames, frames_at = [], pos
+            continue
+        frame = _FRAME.match(text)
+        if frame:
+            frames.append(Frame(frame.group(1), frame.group(3) or ""))
+            frames_at = pos
+            continue
+        if _CAUSE.match(text) or _CONTEXT.match(text):
+            chain = "cause" if _CAUSE.match(text) else "context"
+            continue
+        if line.code:
+            continue
+        recent = bool(frames) and pos - frames_at <= FRAME_PATIENCE
+        match = (_AFTER_FRAMES if recent else _STANDALONE).match(text)
+        if match and (not recent or "." in match.group(1) or match.group(2) is not None
+                      or match.group(1)[:1].isupper()):
+            previous = out.exceptions[-1] if out.exceptions and chain else None
+            out.exceptions.append(RaisedException(match.group(1), (match.group(2) or "").strip(), pos,
+                                                  frames if recent else [], previous, chain if previous else None))
+            frames, chain = [], None
+            continue
+        exit_ = _exit_of(pos, text)
+        if exit_ is not None:
+            out.exits.append(exit_)
+        milestone = _milestone_of(pos, text)
+        if milestone is not None:
+            out.milestones.append(milestone)
+    return out

@@ -1,0 +1,163 @@
+"""Structural rules, as data: an exception decided by its class, where it was raised (the package path of its
+innermost frames) and what else the tail holds, for wordings no phrase rule knows yet.
+
+A phrase rule (bot/diagnose_rules.py) knows one message; a structural rule knows a place: an AttributeError raised
+inside the engine's generic Transformers fallback model class (vllm/model_executor/models/transformers.py,
+sglang/srt/models/transformers.py) means the engine has no implementation of the architecture, whatever the
+attribute; any exception out of flashinfer/jit/, torch/utils/cpp_extension.py or triton/runtime/build.py is a JIT
+build failing; out of torch/_inductor/ a torch.compile failure; out of huggingface_hub/ the Hub; out of
+speculative/ or spec_decode/ the drafter. Priorities sit below the phrase rules that name a cause exactly (those
+win when both match) and above the native-crash and kill rules. Frame paths are the engines' own source layout
+(github.com/vllm-project/vllm, github.com/sgl-project/sglang); patterns are bounded (linear-time).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.diagnose_rule import Rule, r
+from bot.diagnose_structure import RaisedException, TailStructure
+
+_ANY = r(r"^(.{1,300})")
+
+
+@dataclass(frozen=True)
+class StructureRule:
+    rule: Rule  # category, priority, confidence, cause ("{0}": the exception line), kind; rule.pattern: the class
+    frames: re.Pattern[str] | None = None  # searched in "path function" of the innermost ``depth`` frames
+    depth: int = 8
+    message: re.Pattern[str] | None = None  # the exception's message must match
+    exclude: re.Pattern[str] | None = None  # ... and must not match
+    tail: re.Pattern[str] | None = None  # some line of the tail must match
+
+
+def _s(name: str, category: str, exception: str, priority: int, confidence: float, cause: str, *,
+       kind: str | None = None, frames: str | None = None, depth: int = 8, message: str | None = None,
+       exclude: str | None = None, tail: str | None = None) -> StructureRule:
+    return StructureRule(Rule(name, category, r(exception), priority, confidence, cause, kind=kind),
+                         r(frames) if frames else None, depth, r(message) if message else None,
+                         r(exclude) if exclude else None, r(tail) if tail else None)
+
+
+_CONFIG_ERRORS = r"^(?:ValueError|AssertionError|TypeError|NotImplementedError|KeyError|AttributeError)$"
+_FALLBACK_CLASS = r"\bTransformers(?:For[A-Z]\w{0,40}|Model|MoE\w{0,40}|MultiModal\w{0,40}|Base)\b"
+
+STRUCTURE_RULES: tuple[StructureRule, ...] = (
+    _s("fallback_model_class", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError|TypeError|"
+       r"ValueError|KeyError|AssertionError)$", 74, 0.8,
+       "the engine has no implementation of this architecture: its generic Transformers fallback failed ({0})",
+       kind="fallback", frames=r"(?:vllm/model_executor|sglang/srt)/models/transformers(?:_\w{1,30})?(?:\.py|/)", depth=4),
+    _s("fallback_named", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError)$", 70, 0.7,
+       "the engine runs this model through its generic Transformers fallback class, which failed ({0})",
+       kind="fallback", message=_FALLBACK_CLASS),
+    _s("fallback_in_tail", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError)$", 56, 0.6,
+       "the engine resolved the model to its generic Transformers fallback class, which failed ({0})",
+       kind="fallback", tail=r"Resolved architecture: Transformers|" + _FALLBACK_CLASS + r"|model_impl=.?transformers"),
+    _s("unrecognized_model", "model_files_missing_or_corrupt", r"^ValueError$", 70, 0.75,
+       "the model folder's config.json has no usable model_type ({0})", kind="path",
+       message=r"^Unrecognized model in"),
+    _s("registry_failed", "unsupported_architecture", r".", 60, 0.65,
+       "the engine's model registry could not load this architecture ({0})", kind="inspect",
+       frames=r"/models/registry\.py", depth=3),
+    _s("jit_build_frames", "jit_compile_failure", r".", 64, 0.75, "a JIT kernel build failed ({0})", kind="build",
+       frames=r"flashinfer/jit/|torch/utils/cpp_extension\.py|deep_gemm/jit|triton/runtime/build\.py"
+       r"|/jit_kernel/|tvm_ffi/|triton/compiler/", depth=6, exclude=r"out of memory|no kernel image"),
+    _s("torch_compile_frames", "jit_compile_failure", r".", 60, 0.7, "torch.compile failed ({0})",
+       kind="torch_compile", frames=r"torch/_inductor/|torch/_dynamo/", depth=6, exclude=r"out of memory"),
+    _s("hub_frames", "hub_access", r"(?:HTTPError|ConnectionError|Timeout|MaxRetryError|NotFoundError|OSError"
+       r"|SSLError|ProxyError|NameResolutionError|EntryNotFoundError)$", 66, 0.75,
+       "the engine could not fetch from the model hub ({0})", kind="network",
+       frames=r"huggingface_hub/|modelscope/hub|requests/adapters\.py|urllib3/", depth=6),
+    _s("safetensors_frames", "model_files_missing_or_corrupt", r".", 64, 0.75,
+       "a safetensors file could not be read ({0})", kind="corrupt", frames=r"safetensors", depth=3,
+       exclude=r"out of memory"),
+    _s("config_class_frames", "transformers_too_old", r"^(?:KeyError|ValueError)$", 66, 0.75,
+       "the installed transformers does not know this model's config class ({0})",
+       frames=r"transformers/models/auto/(?:configuration|modeling|tokenization)_auto", depth=3,
+       exclude=r"Unrecognized model in|does not appear to have"),
+    _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7, "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
+       "version ({0})", frames=r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft", depth=4,
+       exclude=r"out of memory"),
+    _s("validation_speculative", "speculative_config_invalid", r"ValidationError$", 70, 0.8,
+       "vLLM rejected the speculative-decoding configuration ({0})", message=r"\bfor SpeculativeConfig\b"),
+    _s("quantization_frames", "quantization_unsupported", r"^(?:ValueError|NotImplementedError|AssertionError"
+       r"|KeyError|TypeError)$", 60, 0.7, "the quantization method failed for this model or GPU ({0})",
+       kind="unknown", frames=r"/layers/quantization/", depth=4),
+    _s("distributed_frames", "nccl_error", r"(?:RuntimeError|DistBackendError|DistNetworkError|DistError"
+       r"|DistStoreError)$", 60, 0.7, "multi-GPU communication (torch.distributed / NCCL) failed ({0})",
+       kind="nccl", frames=r"torch/distributed/|pynccl|parallel_state\.py|device_communicators/|custom_all_reduce",
+       depth=4, exclude=r"out of memory|Address already in use|EADDRINUSE"),
+    _s("graph_capture_frames", "cuda_graph_oom", r"(?:RuntimeError|AssertionError|Exception|CUDAError)$", 56, 0.6,
+       "CUDA graph capture failed ({0})", kind="capture",
+       frames=r"cuda_graph_runner|capture_model|capture_one_batch|cudagraph|graph_capture", depth=12),
+    _s("arguments_frames", "bad_argument", _CONFIG_ERRORS, 54, 0.65,
+       "the engine rejected a combination of its arguments ({0})",
+       frames=r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", depth=3),
+    _s("speculative_enabled", "speculative_config_invalid", r"^(?:AttributeError|NotImplementedError"
+       r"|AssertionError)$", 48, 0.5, "the crash ({0}) struck with speculative decoding (MTP/EAGLE) on; the drafter "
+       "is the usual trigger", tail=r"--speculative[-_](?:algorithm|config|model)|speculative_config=\{|"
+       r"speculative_algorithm='(?:EAGLE|NEXTN|MTP)"),
+)
+
+
+def _frames_text(exc: RaisedException, depth: int) -> list[str]:
+    return [f"{frame.path} {frame.function}" for frame in exc.innermost(depth)]
+
+
+def structural_hits(structure: TailStructure, texts: list[str], skip: set[int]) -> list[tuple[Rule, int, re.Match[str]]]:
+    """(rule, position, match of the exception line) for every exception a structural rule explains."""
+    hits: list[tuple[Rule, int, re.Match[str]]] = []
+    tail_cache: dict[str, bool] = {}
+    for exc in structure.exceptions:
+        if exc.pos in skip:
+            continue
+        for srule in STRUCTURE_RULES:
+            if not srule.rule.pattern.search(exc.qualname):
+                continue
+            if srule.message is not None and not srule.message.search(exc.message):
+                continue
+            if srule.exclude is not None and srule.exclude.search(exc.message):
+                continue
+            if srule.frames is not None and not any(srule.frames.search(f) for f in _frames_text(exc, srule.depth)):
+                continue
+            if srule.tail is not None:
+                key = srule.rule.name
+                if key not in tail_cache:
+                    tail_cache[key] = any(srule.tail.search(text) for text in texts)
+                if not tail_cache[key]:
+                    continue
+            match = _ANY.search(texts[exc.pos])
+            if match is not None:
+                hits.append((srule.rule, exc.pos, match))
+    return hits
+
+
+#: Where in an engine an exception was raised, and the category that place usually means: only a hint (the
+#: alternatives of an unrecognised crash), never a verdict on its own.
+AREA_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (r(r"sglang/srt/mem_cache/|kv_cache|block_pool|memory_pool"), "kv_cache_insufficient"),
+    (r(r"cuda_graph_runner|cudagraph|capture_model"), "cuda_graph_oom"),
+    (r(r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_"), "speculative_config_invalid"),
+    (r(r"model_loader/|weight_utils|load_weights|weight_loader"), "model_files_missing_or_corrupt"),
+    (r(r"torch/_inductor/|torch/_dynamo/|flashinfer/jit/|/triton/|cpp_extension|deep_gemm"), "jit_compile_failure"),
+    (r(r"torch/distributed/|pynccl|parallel_state|device_communicators"), "nccl_error"),
+    (r(r"/layers/quantization/"), "quantization_unsupported"),
+    (r(r"/models/registry\.py|(?:vllm/model_executor|sglang/srt)/models/transformers"), "unsupported_architecture"),
+    (r(r"server_args\.py|arg_utils\.py|vllm/config"), "bad_argument"),
+)
+
+
+def hinted_categories(structure: TailStructure) -> list[str]:
+    """Categories suggested by where the last exception (and its chained causes) were raised, innermost first."""
+    out: list[str] = []
+    exc = structure.last_exception
+    seen = 0
+    while exc is not None and seen < 4:
+        for frame in exc.innermost(6):
+            text = f"{frame.path} {frame.function}"
+            for pattern, category in AREA_HINTS:
+                if pattern.search(text) and category not in out:
+                    out.append(category)
+        exc, seen = exc.chained_from, seen + 1
+    return out

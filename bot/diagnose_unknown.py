@@ -1,0 +1,80 @@
+"""A crash no rule explains: quote its last error lines, never dress it up as a known cause.
+
+Also the crashes that show nothing but their end: a SIGKILL with a silent log (most often the OOM killer), a signal
+or an exit code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.diagnose_advice import Finding, LogLine
+from bot.diagnose_health import Health
+from bot.diagnose_render import last_line
+from bot.diagnose_rules import FRAMING, GENERIC_ERROR, SELF_KILL
+
+SIGKILL_EXIT_CODES = frozenset({137, -9})
+
+
+#: An import failure logged as a mere warning before a crash.
+_IMPORT_TROUBLE = re.compile(r"Failed to import|ImportError|No module named|cannot open shared object file"
+                             r"|undefined symbol", re.IGNORECASE)
+
+#: A consequence line that carries the failing process's own error ("Worker failed with error '...'").
+_INNER_ERROR = re.compile(r"failed with error:? '(.+?)'?(?:, please check|$)", re.IGNORECASE)
+
+_SIGNAL_EXITS = {139: "SIGSEGV", -11: "SIGSEGV", 134: "SIGABRT", -6: "SIGABRT", 143: "SIGTERM", -15: "SIGTERM",
+                 130: "SIGINT", -2: "SIGINT"}
+
+
+def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health) -> Finding | None:
+    errors = [(pos, line) for pos, line in enumerate(lines)
+              if line.text and not line.code and GENERIC_ERROR.search(line.text) and not FRAMING.search(line.text)]
+    framing = [(pos, line) for pos, line in enumerate(lines) if line.text and FRAMING.search(line.text)]
+    self_kill = any(SELF_KILL.search(line.text) for line in lines)
+    if errors or framing:
+        last = max(pos for pos, _ in errors + framing)
+        first = min(pos for pos, _ in errors + framing)
+        alive_after = max(health.ready_pos, health.decode_pos) > last
+        if exit_code in (None, 0) and (alive_after or (0 <= health.ready_pos < first and not framing)):
+            return None  # request-level errors of a server that kept running
+        distinct: list[LogLine] = []
+        for _, line in reversed(errors):
+            if all(line.text != seen.text for seen in distinct):
+                distinct.append(line)
+            if len(distinct) == 3:
+                break
+        if distinct:
+            decisive = distinct[0]
+            finding = Finding(category="other", confidence=0.3, decisive=decisive, support=distinct[1:],
+                              cause=f"unrecognised crash; last error: {decisive.text[:160]}")
+            if framing:
+                finding.support.append(framing[0][1])
+            # An import that failed earlier under a WARNING is the usual origin of a later AttributeError.
+            warned = next((line for line in reversed(lines[:first]) if _IMPORT_TROUBLE.search(line.text)), None)
+            if warned is not None:
+                finding.support.append(warned)
+                finding.kind = "import_warning"
+            return finding
+        decisive = framing[-1][1]
+        inner = _INNER_ERROR.search(decisive.text)
+        if inner:
+            return Finding(category="other", confidence=0.3, decisive=decisive,
+                           cause=f"unrecognised crash; the engine reported: {inner.group(1)[:160]}",
+                           support=[line for _, line in framing[:-1]][:2])
+        cause = ("a child process failed and SGLang shut down its process tree (SIGQUIT); the child's error is not "
+                 "in this tail" if self_kill else
+                 "the engine core failed to start; the root cause was printed above this tail or by another process")
+        return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
+                       kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
+    if exit_code in SIGKILL_EXIT_CODES and not self_kill:
+        return Finding(category="host_oom_killed", confidence=0.55, decisive=last_line(lines),
+                       cause=f"the engine was killed by SIGKILL (exit {exit_code}) with no error in its log: most "
+                             f"often the host OOM killer", kind="bare_kill")
+    if exit_code not in (None, 0):
+        signal = _SIGNAL_EXITS.get(exit_code)
+        cause = (f"the engine stopped on {signal} (exit {exit_code}) with no error in its log" if signal else
+                 f"the engine exited with code {exit_code} and no error in the log tail")
+        return Finding(category="other", confidence=0.3, decisive=last_line(lines), cause=cause,
+                       kind="segfault" if signal == "SIGSEGV" else "signal" if signal else None)
+    return None

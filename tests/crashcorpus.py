@@ -1,0 +1,27 @@
+"""The real crash-log corpus, split into the part the diagnoser may be tuned on and the part it is judged on.
+
+``dev``: tests/data/crashlogs/dev/*.json (the first corpus) plus every collected log marked ``"split": "dev"``.
+``heldout``: collected logs marked ``"split": "heldout"``. Held-out logs are only ever scored in aggregate (tests
+and bench/diagnose_eval.py never print their names or content), so the figure measured on them stays honest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+CRASHLOGS = Path(__file__).resolve().parent / "data" / "crashlogs"
+Split = Literal["dev", "heldout"]
+
+
+def corpus(split: Split) -> list[tuple[str, dict]]:
+    """(name, entry) for every log of ``split``; names are ``dev/x`` or ``collected/x``."""
+    out: list[tuple[str, dict]] = []
+    if split == "dev":
+        out += [(f"dev/{path.stem}", json.loads(path.read_text())) for path in sorted((CRASHLOGS / "dev").glob("*.json"))]
+    for path in sorted((CRASHLOGS / "collected").glob("*.json")):
+        entry = json.loads(path.read_text())
+        if entry.get("split", "dev") == split:
+            out.append((f"collected/{path.stem}", entry))
+    return out
