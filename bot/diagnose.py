@@ -273,7 +273,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         if max(health.ready_pos, health.decode_pos) > finding.pos and finding.category != "host_oom_killed":
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
-        finding = unrecognised(lines, exit_code, health)
+        finding = unrecognised(lines, exit_code, health, structure)
     if finding is None:
         return healthy_diagnosis(lines, health)
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \

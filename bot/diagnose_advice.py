@@ -254,15 +254,6 @@ def _round_context(tokens: int) -> int:
     return max(1, tokens)
 
 
-def _next_free_port(setup: PlanView, taken: int) -> int:
-    busy = set(setup.facts.listening_ports) if setup.facts else set()
-    busy.add(taken)
-    port = taken + 1
-    while port in busy and port < 65535:
-        port += 1
-    return port
-
-
 # --------------------------------------------------------------------------------------------- advice per cause
 
 Advice = tuple[list[str], Fix | None]
@@ -463,39 +454,6 @@ def _advise_weights(f: Finding, s: PlanView) -> Advice:
         steps.append("check that no other process holds memory on the GPU (nvidia-smi)")
     steps.extend(s.shared_steps())
     return steps, fix
-
-
-def _port_in_text(lines: list[LogLine], f: Finding) -> int | None:
-    around = [f.decisive] if f.decisive else []
-    for line in around + lines[-40:]:
-        match = re.search(r"\('[^']*',\s*(\d{2,5})\)|(?:\]|[\d.]|localhost):(\d{2,5})\b|\bport[ =:]+(\d{2,5})\b",
-                          line.text, re.IGNORECASE)
-        if match:
-            return int(next(g for g in match.groups() if g))
-    return None
-
-
-def _advise_port(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
-    seen = _port_in_text(lines, f)
-    planned = s.plan.port if s.plan else None
-    if seen and planned and seen != planned:
-        internal = "--nccl-port / --dist-init-addr" if s.engine == "sglang" else "its internal ports"
-        return ([f"port {seen} is not the HTTP port ({planned}): it is an internal (distributed init) port of the "
-                 f"engine, taken by another job; relaunching picks new ones, or set {internal}"], None)
-    port = seen or planned
-    if port is None:
-        return (["another process listens on the port: choose another --port, or stop the old server "
-                 "(`ss -ltnp` shows who holds it)"], None)
-    owner = None
-    if s.facts:
-        for proc in s.facts.gpu_processes:
-            if proc.server and proc.server.port == port:
-                owner = f"a {proc.server.engine} server (PID {proc.pid}" + (
-                    f", {proc.server.model_path}" if proc.server.model_path else "") + ")"
-    new = _next_free_port(s, port)
-    steps = [f"port {port} is taken" + (f" by {owner}" if owner else "") + f": relaunch on port {new}",
-             f"or stop what listens on {port} (`ss -ltnp 'sport = :{port}'` shows it)"]
-    return steps, Fix(summary=f"port {port} -> {new}", overrides=PlanOverrides(port=new))
 
 
 def _advise_tp(f: Finding, s: PlanView) -> Advice:
@@ -813,7 +771,6 @@ def category_advice(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
         "kv_cache_insufficient": lambda: _advise_kv(f, s),
         "cuda_graph_oom": lambda: _advise_graph(f, s),
         "gpu_oom_weights": lambda: _advise_weights(f, s),
-        "port_in_use": lambda: _advise_port(f, s, lines),
         "tp_not_divisible": lambda: _advise_tp(f, s),
         "speculative_config_invalid": lambda: _advise_speculative(f, s),
         "bad_argument": lambda: _advise_bad_argument(f, s),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.diagnose_advice import Advice, Finding, LogLine, PlanView, category_advice
 from bot.diagnose_advice_build import advise_jit
 from bot.diagnose_advice_other import advise_other
+from bot.diagnose_advice_port import advise_port
 from bot.diagnose_advice_version import advise_architecture
 
 
@@ -13,6 +14,8 @@ def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
         return advise_other(f, s)
     if f.category == "jit_compile_failure":
         return advise_jit(f, s, lines)
+    if f.category == "port_in_use":
+        return advise_port(f, s, lines)
     if f.category == "unsupported_architecture":
         return advise_architecture(f, s)
     return category_advice(f, s, lines)

@@ -4,7 +4,7 @@ A shell reports a child killed by SIGKILL with ``strsignal(SIGKILL)`` ("Killed")
 ``strerror(EADDRINUSE)`` ("Address already in use"): both are translated by glibc for the host's locale, so a German
 host prints "Getötet" and "Die Adresse wird bereits verwendet", a Chinese one "已杀死" and "地址已在使用". The
 strings below were read from glibc's own message catalogues (``/usr/share/locale/*/LC_MESSAGES/libc.mo``, msgids
-"Killed", "Address already in use", "Segmentation fault"), not guessed; English first.
+"Killed", "Address already in use", "Segmentation fault", "Cannot allocate memory"), not guessed; English first.
 """
 
 from __future__ import annotations
@@ -44,6 +44,22 @@ SEGFAULT_WORDS: tuple[str, ...] = (
 )
 
 
+#: strerror(ENOMEM) by locale (glibc libc.mo, msgid "Cannot allocate memory").
+NO_MEMORY_WORDS: tuple[str, ...] = (
+    "Cannot allocate memory", "немагчыма разьмеркаваць памяць", "Не може да се задели памет",
+    "No s’ha pogut reservar memòria", "Nelze alokovat paměť", "Kan ikke tildele hukommelse",
+    "Nicht genügend Hauptspeicher verfügbar", "Δεν είναι δυνατό να δεσμευτεί μνήμη", "Mankas sufiĉa memoro",
+    "No se pudo asignar memoria", "Muistin varaaminen ei onnistu", "Ne peut allouer de la mémoire",
+    "Non se pode reservar memoria", "Nema dovoljno memorije", "Nem foglalható memória",
+    "Tidak dapat mengalokasikan memori", "Impossibile allocare memoria", "メモリを確保できません",
+    "메모리를 할당할 수 없습니다", "Nepavyko išskirti atminties", "Kan ikke tildele minne",
+    "Onvoldoende geheugen beschikbaar", "Nie można przydzielić pamięci", "Impossível alocar memória",
+    "Não foi possível alocar memória", "Невозможно выделить память", "Nie je možné prideliť pamäť",
+    "Pomnilnika ni mogoče dodeliti", "Не могу да доделим меморију", "Kan inte allokera minne", "Bellek ayrılamadı",
+    "Не вдалося розподілити пам’ять", "Không thể cấp phát bộ nhớ", "无法分配内存", "無法配置記憶體",
+)
+
+
 def alternation(words: tuple[str, ...]) -> str:
     """A regex alternation of literal words, longest first (so "Zabit (SIGKILL)" wins over "Zabit")."""
     return "(?:" + "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True)) + ")"
@@ -52,3 +68,4 @@ def alternation(words: tuple[str, ...]) -> str:
 KILLED = alternation(KILLED_WORDS)
 ADDRESS_IN_USE = alternation(ADDRESS_IN_USE_WORDS)
 SEGFAULT = alternation(SEGFAULT_WORDS)
+NO_MEMORY = alternation(NO_MEMORY_WORDS)

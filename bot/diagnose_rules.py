@@ -240,7 +240,8 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_oom", OOM,
          _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
             r"|HIP out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"),
-         70, 0.8, "CUDA out of memory"),
+         70, 0.8, "CUDA out of memory",
+         exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
     # ------------------------------------------------------------------ multi-GPU communication
     Rule("p2p_unsupported", "nccl_error", _r(r"peer access is not supported between these two devices"), 60, 0.8,
          "the GPUs cannot access each other's memory (no P2P), and the custom all-reduce needs it", kind="p2p",

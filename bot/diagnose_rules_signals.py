@@ -22,7 +22,7 @@ Patterns are linear-time: no nested quantifiers, bounded gaps (``[^\\n]{0,N}``) 
 
 from __future__ import annotations
 
-from bot.diagnose_locale import ADDRESS_IN_USE, KILLED
+from bot.diagnose_locale import ADDRESS_IN_USE, KILLED, NO_MEMORY
 from bot.diagnose_rule import Rule, r
 
 #: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
@@ -36,7 +36,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("address_in_use", "port_in_use",
          r(ADDRESS_IN_USE + r"|EADDRINUSE|\[Errno 98\]|errno:? ?98\b|Only one usage of each socket address"
            r"|\bAddress in use\b|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
-           r"|\bport \d{2,5} is not (?:available|free)|Can(?:no|')t bind (?:to )?(?:port|address)"),
+           r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)|_port at \d{2,5} is not available"
+           r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address)"),
          80, 0.9, "a port the engine binds is already taken by another process"),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
     Rule("shell_killed", "host_oom_killed",
@@ -46,6 +47,15 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("container_oom", "host_oom_killed",
          r(r"\bOOMKilled\b|code=killed, status=9/KILL|exited with code 137\b|Exit code: 137\b"), 35, 0.65,
          "the container or service was killed with SIGKILL (exit 137): its memory limit or the host OOM killer",
+         any_level=True),
+    # The OS refused memory (ENOMEM): host RAM ran out without the OOM killer firing (an mmap of a shard, a fork).
+    Rule("host_enomem", "host_oom_killed", r(NO_MEMORY + r"|\[Errno 12\]|\bENOMEM\b"), 68, 0.75,
+         "the OS refused to allocate host memory (ENOMEM): host RAM or its overcommit limit ran out", kind="enomem",
+         exclude=r(r"CUDA|cuda|GPU|device memory")),
+    # Ray's memory monitor kills a worker before the kernel does (ray.exceptions.OutOfMemoryError).
+    Rule("ray_memory_monitor", "host_oom_killed",
+         r(r"Ray killed this worker|exceeds the memory usage threshold|Task was killed due to the node running low on"
+           r" memory"), 72, 0.8, "Ray's memory monitor killed a worker: host RAM reached its threshold",
          any_level=True),
     # ------------------------------------------------------------------ the linker and compilers of a JIT build
     Rule("linker_missing_library", "jit_compile_failure",
@@ -67,6 +77,22 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|the provided PTX was compiled with an unsupported toolchain"),
          80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
          kind="driver"),
+    # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
+    Rule("driver_library_missing", "cuda_arch_or_driver",
+         r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): cannot open shared object file"), 76, 0.8,
+         "the NVIDIA driver's library {0} cannot be loaded: no driver (or not mounted into the container)",
+         kind="driver"),
+    # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py).
+    Rule("triton_fp8_arch", "cuda_arch_or_driver",
+         r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.85,
+         "this GPU's architecture has no {0} (FP8 needs compute capability 8.9+)", kind="capability"),
+    Rule("quant_scheme_gpu", "quantization_unsupported",
+         r(r"Quantization scheme is not supported for|not supported for[' ,]{0,6}the current GPU[^\n]{0,60}Min"
+           r"(?:imum)? capability"), 82, 0.85, "this GPU is too old for the checkpoint's quantization scheme",
+         kind="gpu"),
+    Rule("unsupported_architectures_list", "unsupported_architecture",
+         r(r"\bUnsupported architectures?:? \[?'?([\w.]{1,120})"), 80, 0.85,
+         "this engine version does not support the architecture {0}"),
     # ------------------------------------------------------------------ a newer runner refuses a feature / model
     Rule("v1_architecture", "unsupported_architecture",
          r(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r")[^\n]{0,80}?" + _NOT_SUPPORTED
@@ -87,6 +113,21 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|Error in inspecting model architecture '([\w.]{1,120})'"),
          62, 0.75, "vLLM could not load its implementation of {0}{1} (the architecture failed to be inspected)",
          kind="inspect"),
+    # The inspection subprocess died on an import that had already failed (a compiled extension, a module).
+    Rule("inspection_after_import_failure", "missing_dependency",
+         r(r"(?:Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}')[^\n]{0,3000}?"
+           r"(?:Error in inspecting model architecture|failed to be inspected)"), 64, 0.75,
+         "an import failed (quoted) and the engine's model inspection died of it", kind="module", any_level=True),
+    Rule("inspection_after_import_failure_above", "missing_dependency",
+         r(r"Error in inspecting model architecture|failed to be inspected"), 63, 0.7,
+         "an import failed above and the engine's model inspection died of it", kind="module",
+         context=r(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'")),
+    # An HTTP proxy answered the server's own warm-up request (absolute URI in the request line: a proxy hop).
+    Rule("warmup_through_proxy", "other",
+         r(r"\"(?:GET|POST) https?://[^\"\s]{1,200}/(?:get_model_info|generate|health|v1/models)[^\"]{0,40} HTTP/1\.\d\""
+           r" (4\d\d|5\d\d)\b"), 40, 0.6,
+         "the server's own warm-up request went through an HTTP proxy, which answered {0}", kind="proxy",
+         any_level=True),
     Rule("transformers_fallback_incompatible", "unsupported_architecture",
          r(r"The Transformers implementation of '?([\w.]{1,120})'? is not compatible with vLLM"
            r"|\b([\w.]{1,120}) has no vLLM implementation|^AttributeError: '(Transformers\w{0,60})' object has no"

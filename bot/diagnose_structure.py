@@ -64,10 +64,11 @@ PHASE_WORDS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass
 class Frame:
     path: str
     function: str
+    code: str = ""  # the source line printed under it
 
 
 @dataclass
@@ -78,6 +79,7 @@ class RaisedException:
     frames: list[Frame] = field(default_factory=list)  # outermost first, innermost last
     chained_from: RaisedException | None = None  # the exception this one was raised from / while handling
     chain: str | None = None  # "cause" ("direct cause") or "context" ("during handling")
+    cut: bool = False  # the tail ends inside this traceback: frames but no exception line (qualname "")
 
     @property
     def name(self) -> str:
@@ -175,37 +177,68 @@ def _milestone_of(pos: int, text: str) -> Milestone | None:
     return None
 
 
+@dataclass
+class _Stack:
+    """The traceback one process is printing (processes interleave their lines in one log)."""
+
+    frames: list[Frame] = field(default_factory=list)
+    frames_at: int = -1  # position of its last frame
+    stack_at: int = -1  # position of its last frame or source line
+
+
+#: Which process printed a line: vLLM/Ray's "(Worker_TP1 pid=3928602)", torch's "[rank1]:", SGLang's "TP1".
+_PROCESS = re.compile(r"\bpid=(\d+)|^\[rank(\d+)\]|\[[\d-]+ [\d:.]+ (TP\d+)\]")
+
+
+def _process_of(line: LogLine) -> str:
+    match = _PROCESS.search(line.raw[:200])
+    return next((g for g in match.groups() if g), "") if match else ""
+
+
+def _exception(text: str, stack: _Stack, pos: int) -> tuple[str, str, bool] | None:
+    """(class, message, has frames) when ``text`` is an exception line."""
+    recent = bool(stack.frames) and pos - stack.frames_at <= FRAME_PATIENCE
+    match = (_AFTER_FRAMES if recent else _STANDALONE).match(text)
+    if match is None:
+        return None
+    if recent and not ("." in match.group(1) or match.group(2) is not None or match.group(1)[:1].isupper()):
+        return None
+    return match.group(1), (match.group(2) or "").strip(), recent
+
+
 def parse_structure(lines: list[LogLine]) -> TailStructure:
     """The exceptions, process exits and start-up milestones of a tail (``lines`` in time order)."""
     out = TailStructure()
-    frames: list[Frame] = []
-    frames_at = -1
+    stacks: dict[str, _Stack] = {}
     chain: str | None = None
     for pos, line in enumerate(lines):
         text = line.text
         if not text:
             continue
+        stack = stacks.setdefault(_process_of(line), _Stack())
         if _HEADER.search(text):
-            frames, frames_at = [], pos
+            stack.frames, stack.frames_at = [], pos
             continue
         frame = _FRAME.match(text)
         if frame:
-            frames.append(Frame(frame.group(1), frame.group(3) or ""))
-            frames_at = pos
+            stack.frames.append(Frame(frame.group(1), frame.group(3) or ""))
+            stack.frames_at = stack.stack_at = pos
             continue
         if _CAUSE.match(text) or _CONTEXT.match(text):
             chain = "cause" if _CAUSE.match(text) else "context"
             continue
         if line.code:
+            if stack.frames and not stack.frames[-1].code:
+                stack.frames[-1].code = text[:300]
+            stack.stack_at = pos
             continue
-        recent = bool(frames) and pos - frames_at <= FRAME_PATIENCE
-        match = (_AFTER_FRAMES if recent else _STANDALONE).match(text)
-        if match and (not recent or "." in match.group(1) or match.group(2) is not None
-                      or match.group(1)[:1].isupper()):
+        found = _exception(text, stack, pos)
+        if found is not None:
             previous = out.exceptions[-1] if out.exceptions and chain else None
-            out.exceptions.append(RaisedException(match.group(1), (match.group(2) or "").strip(), pos,
-                                                  frames if recent else [], previous, chain if previous else None))
-            frames, chain = [], None
+            qualname, message, framed = found
+            out.exceptions.append(RaisedException(qualname, message, pos, stack.frames if framed else [], previous,
+                                                  chain if previous else None))
+            stack.frames, chain = [], None
             continue
         exit_ = _exit_of(pos, text)
         if exit_ is not None:
@@ -213,4 +246,8 @@ def parse_structure(lines: list[LogLine]) -> TailStructure:
         milestone = _milestone_of(pos, text)
         if milestone is not None:
             out.milestones.append(milestone)
+    for stack in stacks.values():
+        if stack.frames and len(lines) - 1 - stack.frames_at <= FRAME_PATIENCE:
+            out.exceptions.append(RaisedException("", "", stack.stack_at, stack.frames, cut=True))
+    out.exceptions.sort(key=lambda exc: exc.pos)
     return out

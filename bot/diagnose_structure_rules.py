@@ -81,6 +81,10 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        exclude=r"out of memory"),
     _s("validation_speculative", "speculative_config_invalid", r"ValidationError$", 70, 0.8,
        "vLLM rejected the speculative-decoding configuration ({0})", message=r"\bfor SpeculativeConfig\b"),
+    # The tail may end inside a traceback (its exception line cut): a capability check on the stack still tells.
+    _s("quantization_capability_frames", "quantization_unsupported", r"^[\w.]{0,200}$", 66, 0.7,
+       "the quantization kernels check the GPU's capability and refuse it ({0})", kind="gpu",
+       frames=r"/layers/quantization/[^ ]{0,200} \w{0,80} [^\n]{0,200}(?:check_\w{0,40}support|capabilit)", depth=6),
     _s("quantization_frames", "quantization_unsupported", r"^(?:ValueError|NotImplementedError|AssertionError"
        r"|KeyError|TypeError)$", 60, 0.7, "the quantization method failed for this model or GPU ({0})",
        kind="unknown", frames=r"/layers/quantization/", depth=4),
@@ -102,7 +106,7 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
 
 
 def _frames_text(exc: RaisedException, depth: int) -> list[str]:
-    return [f"{frame.path} {frame.function}" for frame in exc.innermost(depth)]
+    return [f"{frame.path} {frame.function} {frame.code}" for frame in exc.innermost(depth)]
 
 
 def structural_hits(structure: TailStructure, texts: list[str], skip: set[int]) -> list[tuple[Rule, int, re.Match[str]]]:

@@ -12,6 +12,7 @@ from bot.diagnose_advice import Finding, LogLine
 from bot.diagnose_health import Health
 from bot.diagnose_render import last_line
 from bot.diagnose_rules import FRAMING, GENERIC_ERROR, SELF_KILL
+from bot.diagnose_structure import TailStructure
 
 SIGKILL_EXIT_CODES = frozenset({137, -9})
 
@@ -27,7 +28,18 @@ _SIGNAL_EXITS = {139: "SIGSEGV", -11: "SIGSEGV", 134: "SIGABRT", -6: "SIGABRT", 
                  130: "SIGINT", -2: "SIGINT"}
 
 
-def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health) -> Finding | None:
+def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Finding | None:
+    """The tail ends inside a traceback (its exception line is cut off): a crash in progress, never healthy."""
+    exc = structure.last_exception if structure else None
+    if exc is None or not exc.cut or exc.pos < 0:
+        return None
+    return Finding(category="other", confidence=0.3, decisive=lines[exc.pos], pos=exc.pos,
+                   cause=f"the tail ends inside a traceback (its exception line is cut off); innermost frame: "
+                         f"{exc.where() or '?'}")
+
+
+def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
+                 structure: TailStructure | None = None) -> Finding | None:
     errors = [(pos, line) for pos, line in enumerate(lines)
               if line.text and not line.code and GENERIC_ERROR.search(line.text) and not FRAMING.search(line.text)]
     framing = [(pos, line) for pos, line in enumerate(lines) if line.text and FRAMING.search(line.text)]
@@ -67,6 +79,9 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health) ->
                  "the engine core failed to start; the root cause was printed above this tail or by another process")
         return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
                        kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
+    cut = _cut_traceback(lines, structure)
+    if cut is not None:
+        return cut
     if exit_code in SIGKILL_EXIT_CODES and not self_kill:
         return Finding(category="host_oom_killed", confidence=0.55, decisive=last_line(lines),
                        cause=f"the engine was killed by SIGKILL (exit {exit_code}) with no error in its log: most "

@@ -10,6 +10,7 @@ import pytest
 
 from bot.diagnose import diagnose, diagnose_file, diagnosis_text
 from bot.models import GpuBudget, GpuInfo, GpuProcess, HostFacts, LaunchPlan, ModelFolder, ServerInfo
+from tests.crashcorpus import corpus
 
 DATA = Path(__file__).resolve().parent / "data"
 CRASHLOGS = DATA / "crashlogs" / "dev"
@@ -70,16 +71,44 @@ def _corpus() -> list[tuple[str, dict]]:
 CORPUS = _corpus()
 
 
+DEV = corpus("dev")
+HELDOUT = corpus("heldout")
+#: The held-out accuracy reported in issue 12's closing note; the test keeps it from sliding back.
+HELDOUT_FLOOR = 0.9
+
+
 def test_corpus_categories_at_least_95_percent_and_every_healthy_log_is_none():
-    results = {name: diagnose(entry["log"]) for name, entry in CORPUS}
-    wrong = {name: (entry["category"], results[name].category) for name, entry in CORPUS
+    results = {name: diagnose(entry["log"]) for name, entry in DEV}
+    wrong = {name: (entry["category"], results[name].category) for name, entry in DEV
              if results[name].category != entry["category"]}
-    assert (len(CORPUS) - len(wrong)) / len(CORPUS) >= 0.95, wrong
-    healthy = [name for name, entry in CORPUS if entry["category"] == "none"]
+    assert len(DEV) >= len(CORPUS)
+    assert (len(DEV) - len(wrong)) / len(DEV) >= 0.95, wrong
+    healthy = [name for name, entry in DEV if entry["category"] == "none"]
     assert healthy, "the corpus has healthy logs"
     assert all(results[name].category == "none" for name in healthy), {n: results[n].cause for n in healthy}
     # Crash logs are never called healthy.
-    assert all(results[name].category != "none" for name, entry in CORPUS if entry["category"] != "none")
+    assert all(results[name].category != "none" for name, entry in DEV if entry["category"] != "none")
+
+
+def test_collected_dev_logs_quote_their_decisive_line_first():
+    marked = [(name, entry) for name, entry in DEV if entry.get("decisive")]
+    def first_evidence(log: str) -> str:
+        evidence = diagnose(log).evidence
+        return evidence[0].text if evidence else ""
+
+    missed = [name for name, entry in marked if entry["decisive"] not in first_evidence(entry["log"])]
+    assert marked and (len(marked) - len(missed)) / len(marked) >= 0.8, missed
+
+
+def test_heldout_logs_score_at_least_the_reported_figure_with_no_false_alarm():
+    # Only counts: the held-out logs' names and content are never shown (they stay unseen by whoever tunes rules).
+    if len(HELDOUT) < 10:
+        pytest.skip(f"only {len(HELDOUT)} held-out logs collected")
+    results = [(entry["category"], diagnose(entry["log"]).category) for _, entry in HELDOUT]
+    right = sum(expected == got for expected, got in results)
+    false_alarms = sum(expected == "none" and got != "none" for expected, got in results)
+    assert right / len(results) >= HELDOUT_FLOOR, f"held-out accuracy {right / len(results):.3f}"
+    assert false_alarms == 0, f"{false_alarms} healthy held-out logs called a crash"
 
 
 @pytest.mark.parametrize("name", sorted(DECISIVE))
