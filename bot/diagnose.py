@@ -270,7 +270,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     hits = _hits(lines, structure, health.routine)
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
-        if max(health.ready_pos, health.decode_pos) > finding.pos and finding.category != "host_oom_killed":
+        if health.alive_pos > finding.pos and finding.category != "host_oom_killed":
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
         finding = unrecognised(lines, exit_code, health, structure)

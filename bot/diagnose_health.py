@@ -28,7 +28,13 @@ class Health:
     decode_pos: int = -1
     last_step: LogLine | None = None  # the last milestone of the start (weights, KV cache, graphs)
     http_up: LogLine | None = None  # the HTTP server listens (SGLang: warm-up not finished yet)
+    served_pos: int = -1  # the last request the server answered (an access-log line with a 2xx/3xx status)
     routine: set[int] = field(default_factory=set)  # positions of lines that are healthy progress, not errors
+
+    @property
+    def alive_pos(self) -> int:
+        """The last position where the server showed it was up (ready, decoding or answering requests); -1: never."""
+        return max(self.ready_pos, self.decode_pos, self.served_pos)
 
 
 def read_health(lines: list[LogLine], engine: str | None) -> Health:
@@ -39,6 +45,7 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
             health.http_up = line
         if _ROUTINE.search(line.text):
             health.routine.add(pos)
+            health.served_pos = pos
         for event in reader.feed_normalized(NormalizedLine(line.text, line.level, None), line.raw):
             if event.kind == "error_line":
                 continue

@@ -253,7 +253,8 @@ RULES: tuple[Rule, ...] = (
          kind="shm", any_level=True),
     Rule("nccl_error", "nccl_error",
          _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
-            r"|DistBackendError|NCCL WARN[^\n]{0,200}(?:error|fail)"),
+            r"|DistBackendError|NCCL WARN[^\n]{0,200}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
+            r"|timed? ?out|unreachable)"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     Rule("collective_timeout", "nccl_error",
          _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"

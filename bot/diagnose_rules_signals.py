@@ -55,7 +55,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # Ray's memory monitor kills a worker before the kernel does (ray.exceptions.OutOfMemoryError).
     Rule("ray_memory_monitor", "host_oom_killed",
          r(r"Ray killed this worker|exceeds the memory usage threshold|Task was killed due to the node running low on"
-           r" memory"), 72, 0.8, "Ray's memory monitor killed a worker: host RAM reached its threshold",
+           r" memory|killed due to memory pressure"), 72, 0.8, "Ray's memory monitor killed a worker: host RAM reached its threshold",
          any_level=True),
     # ------------------------------------------------------------------ the linker and compilers of a JIT build
     Rule("linker_missing_library", "jit_compile_failure",
@@ -83,9 +83,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the NVIDIA driver's library {0} cannot be loaded: no driver (or not mounted into the container)",
          kind="driver"),
     # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py).
-    Rule("triton_fp8_arch", "cuda_arch_or_driver",
-         r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.85,
-         "this GPU's architecture has no {0} (FP8 needs compute capability 8.9+)", kind="capability"),
+    Rule("triton_fp8_arch", "quantization_unsupported",
+         r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.8,
+         "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu"),
     Rule("quant_scheme_gpu", "quantization_unsupported",
          r(r"Quantization scheme is not supported for|not supported for[' ,]{0,6}the current GPU[^\n]{0,60}Min"
            r"(?:imum)? capability"), 82, 0.85, "this GPU is too old for the checkpoint's quantization scheme",
@@ -93,6 +93,31 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("unsupported_architectures_list", "unsupported_architecture",
          r(r"\bUnsupported architectures?:? \[?'?([\w.]{1,120})"), 80, 0.85,
          "this engine version does not support the architecture {0}"),
+    # The OS: out of file descriptors (EMFILE), e.g. a Rust router's panic "Os { code: 24, ... Too many open files }".
+    Rule("too_many_open_files", "other", r(r"Too many open files|\[Errno 24\]|\bEMFILE\b|Os \{ code: 24\b"), 60, 0.7,
+         "the process ran out of file descriptors (EMFILE, errno 24): its open-files limit is too low", kind="fd_limit",
+         any_level=True),
+    # Remote artefacts fetched at start other than the model (a tokenizer vocabulary, a Harmony encoding), as a Rust
+    # client (reqwest) words it: "error sending request for url (https://...)" (sgl-project/sglang#18074).
+    Rule("remote_fetch_failed", "hub_access",
+         r(r"error sending request for url \(https?://|failed to download or load vocab file|Failed to load Harmony "
+           r"encoding"), 70, 0.75, "the engine could not download a file it needs at start (no Internet access?)",
+         kind="network", any_level=True),
+    # ------------------------------------------------------------------ engine checks of the model and its files
+    Rule("context_over_model_limit", "bad_argument",
+         r(r"User-specified max_model_len \((\d{1,9})\) is greater than the derived max_model_len"
+           r"|context_length[^\n]{0,60}is (?:greater|longer) than the derived context_length"), 82, 0.9,
+         "the requested context length ({0}) is longer than the model's own maximum", kind="context_over_model"),
+    Rule("quantized_shape_misaligned", "tp_not_divisible",
+         r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,
+         "at this TP a quantized weight cannot be split evenly (its group size does not divide the slice)",
+         kind="block"),
+    Rule("no_config_format", "model_files_missing_or_corrupt",
+         r(r"Could not detect config format|no config file found|Ensure your model has either config\.json"), 78, 0.85,
+         "the model folder has no config.json (nor params.json): the path or the volume mount is wrong", kind="path"),
+    # A ninja step logged as an error while a JIT kernel builds (vLLM workers log the build's output at ERROR).
+    Rule("ninja_step_error", "jit_compile_failure", r(r"^\[\d{1,5}/\d{1,5}\] [^\n]{0,300}\b(?:nvcc|c\+\+|g\+\+|gcc)\b"),
+         60, 0.7, "a JIT kernel build (ninja) failed", kind="ninja"),
     # ------------------------------------------------------------------ a newer runner refuses a feature / model
     Rule("v1_architecture", "unsupported_architecture",
          r(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r")[^\n]{0,80}?" + _NOT_SUPPORTED

@@ -85,6 +85,9 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("quantization_capability_frames", "quantization_unsupported", r"^[\w.]{0,200}$", 66, 0.7,
        "the quantization kernels check the GPU's capability and refuse it ({0})", kind="gpu",
        frames=r"/layers/quantization/[^ ]{0,200} \w{0,80} [^\n]{0,200}(?:check_\w{0,40}support|capabilit)", depth=6),
+    _s("dtype_capability_frames", "cuda_arch_or_driver", r"^[\w.]{0,200}$", 66, 0.7,
+       "the engine checks the GPU's support for the dtype and refuses it ({0})", kind="bf16",
+       frames=r" _?check_if_gpu_supports_dtype| \w{0,30}check\w{0,20}(?:compute_capability|gpu_supports)", depth=4),
     _s("quantization_frames", "quantization_unsupported", r"^(?:ValueError|NotImplementedError|AssertionError"
        r"|KeyError|TypeError)$", 60, 0.7, "the quantization method failed for this model or GPU ({0})",
        kind="unknown", frames=r"/layers/quantization/", depth=4),

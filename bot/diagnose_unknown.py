@@ -15,6 +15,10 @@ from bot.diagnose_rules import FRAMING, GENERIC_ERROR, SELF_KILL
 from bot.diagnose_structure import TailStructure
 
 SIGKILL_EXIT_CODES = frozenset({137, -9})
+#: A compiled extension of the engine that failed to import: vLLM only warns ("Failed to import from vllm._C with
+#: ImportError(... undefined symbol ...)") and dies at the first op (vllm-project/vllm#5501).
+_BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefined symbol: \S|cannot open shared "
+                               r"object file")
 
 
 #: An import failure logged as a mere warning before a crash.
@@ -47,7 +51,7 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
     if errors or framing:
         last = max(pos for pos, _ in errors + framing)
         first = min(pos for pos, _ in errors + framing)
-        alive_after = max(health.ready_pos, health.decode_pos) > last
+        alive_after = health.alive_pos > last
         if exit_code in (None, 0) and (alive_after or (0 <= health.ready_pos < first and not framing)):
             return None  # request-level errors of a server that kept running
         distinct: list[LogLine] = []
@@ -79,9 +83,16 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
                  "the engine core failed to start; the root cause was printed above this tail or by another process")
         return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
                        kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
-    cut = _cut_traceback(lines, structure)
+    server_up = health.alive_pos >= 0
+    cut = None if server_up and exit_code in (None, 0) else _cut_traceback(lines, structure)
     if cut is not None:
         return cut
+    broken = None if server_up else next((line for line in reversed(lines) if _BROKEN_EXTENSION.search(line.text)),
+                                         None)
+    if broken is not None:
+        return Finding(category="missing_dependency", confidence=0.5, decisive=broken, kind="binary",
+                       cause="a compiled extension failed to import (quoted) and the start went no further: a binary "
+                             "built against another torch / CUDA / Python")
     if exit_code in SIGKILL_EXIT_CODES and not self_kill:
         return Finding(category="host_oom_killed", confidence=0.55, decisive=last_line(lines),
                        cause=f"the engine was killed by SIGKILL (exit {exit_code}) with no error in its log: most "

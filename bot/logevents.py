@@ -26,7 +26,9 @@ from bot.redact import redact
 
 # --------------------------------------------------------------------------------------------- normalisation
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|(?<![\w\]])\[(?:\d{1,3};)*\d{1,3}m")
+# Syslog sinks print the ESC byte as the text "#033" (vllm-project/vllm#1160).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|(?<![\w\]])\[(?:\d{1,3};)*\d{1,3}m"
+                   r"|#033\[[0-9;]{0,20}m")
 _COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
 _PROCESS_TAG = re.compile(r"^\((?:[^()\s]+\s+)?(?:rank=\d+\s+)?pid=\d+(?:,\s*ip=[\d.]+)?\)\s*")
 _RANK_TAG = re.compile(r"^\[rank\d+\]:\s?")
@@ -41,6 +43,8 @@ _PY_LEVEL = re.compile(
 )
 _TORCH_LEVEL = re.compile(r"^\[([WEIF])(?:\d{4}\s[\d:.]+)?\s*[\w./-]*:\d+\]\s*")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?:\s")
+#: After a timestamp, pipe-separated fields of wrapper loggers: FastChat "| ERROR | stderr |", loguru "| INFO |".
+_PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?(?:[\w.:<>-]{1,40}\s*\|\s?)?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
 
 _LEVEL_NAMES = {"W": "WARNING", "E": "ERROR", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING"}
@@ -78,6 +82,11 @@ def normalize_line(line: str) -> NormalizedLine:
         if match:
             stamp = stamp or ("full", f"{match.group(1)} {match.group(2)}.{(match.group(3) or '0'):0<6}")
             text = text[match.end():]
+            fields = _PIPE_FIELDS.match(text)
+            if fields and fields.end():
+                if fields.group(1):
+                    level = level or _LEVEL_NAMES.get(fields.group(1), fields.group(1))
+                text = text[fields.end():]
         match = _VLLM_LEVEL.match(text)
         if match:
             level = level or _LEVEL_NAMES.get(match.group(1), match.group(1))
