@@ -68,10 +68,15 @@ def score(path: Path, inventory: Inventory) -> Score:
     return Score(len(lines) - len(failures), len(lines), failures)
 
 
+def inventory_for(name: str) -> Inventory:
+    """fleetN_*.jsonl refers to fleetN_inventory.json; requests.jsonl to inventory.json."""
+    fleet = name.split("_")[0] + "_inventory.json" if name.startswith("fleet") else "inventory.json"
+    return Inventory.from_corpus(CORPUS / fleet)
+
+
 def main(argv: list[str]) -> int:
-    inventory = Inventory.from_corpus(FLEET2)
-    for name in argv or ["fleet2_dev.jsonl", "fleet2_heldout.jsonl"]:
-        result = score(CORPUS / name, inventory)
+    for name in argv or ["fleet2_dev.jsonl", "fleet2_heldout.jsonl", "fleet3_blind.jsonl"]:
+        result = score(CORPUS / name, inventory_for(name))
         print(f"{name}: {result.right}/{result.total} = {result.percent:.1f}%")
         for text, why in result.failures:
             print(f"  {text!r}: {why}")

@@ -44,6 +44,8 @@ def _part_matches(said: str, part: str) -> bool:
         return True
     if said.isdigit() or re.fullmatch(r"\d+(?:\.\d+)+", said):
         return part.startswith(said + ".") or part == "v" + said
+    if len(said) >= 4 and said.isalpha() and part.isalpha() and len(part) > len(said):
+        return part.startswith(said) or part.endswith(said)  # "gemma" in "medgemma" (only when nothing exact)
     return False
 
 
@@ -86,7 +88,19 @@ class _ModelIndex:
     def is_strong(self, part: str) -> bool:
         """A part that on its own says 'this is a model name': a family, a size (27b), active params (a3b), or a
         word of some folder's name that is no ordinary word ("math", "vl", "distill", "coder")."""
-        return part in self.families or part in _OTHER_FAMILIES or _is_size(part) or self.is_distinctive(part)
+        return (
+            part in self.families
+            or part in _OTHER_FAMILIES
+            or _is_size(part)
+            or self.is_distinctive(part)
+            or self.is_inside_family(part)
+        )
+
+    def is_inside_family(self, part: str) -> bool:
+        """"gemma" for a medgemma folder, "smol" for SmolLM3: a family written glued to another word."""
+        if len(part) < 4 or not part.isalpha() or part in _STOPWORDS or part in _COMMON_VERBS:
+            return False
+        return any(f != part and (f.startswith(part) or f.endswith(part)) for f in self.families)
 
     def is_distinctive(self, part: str) -> bool:
         """"math" in Qwen2.5-Math-7B-Instruct names that folder; "instruct", "it" or "small" name nothing."""

@@ -73,6 +73,9 @@ class RefusalsMixin(ReaderState):
             following = words[i + 1].text if i + 1 < len(words) else ""
             if following in _QUANTITY_NOUNS:
                 continue  # "in 5 minutes", "for 3 users"
+            previous = words[i - 1] if i else None
+            if previous and self.joinable(previous, word) and self.unknown_word(previous.text):
+                continue  # "flash attention 3": the number belongs to a phrase the reply names as ignored
             n = int(word.text)
             meanings = [f"port {n}"] if n >= 1024 else [f"tp {n}", f"gpu {n}"] if n <= 64 else []
             meanings.append(f"{n}k context")
@@ -81,6 +84,10 @@ class RefusalsMixin(ReaderState):
                 f"What is '{n}' for? Say {' or '.join(repr(m) for m in meanings)}.",
                 meanings,
             )
+
+    def unknown_word(self, word: str) -> bool:
+        """A word that is no name, option or ordinary word: the phrase it starts is named, not guessed at."""
+        return word.isalpha() and len(word) >= 3 and not self.is_plain_word(word) and not self.index.is_known(word)
 
     def refuse_no_action(self, spans: list[_Span]) -> None:
         """No action word: ask, offering what the rest of the text seems to mean."""
