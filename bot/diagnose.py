@@ -130,7 +130,7 @@ def _prepare(log_tail: str) -> list[LogLine]:
         previous_text = line.text
     # Only the latest launch counts when a log holds several.
     starts = [i for i, line in enumerate(lines) if LAUNCH_START.search(line.text)]
-    if starts and starts[-1] > 0:
+    if len(starts) > 1:  # a single launch keeps its preamble (platform detection comes before the version line)
         lines = lines[starts[-1]:]
     return lines
 

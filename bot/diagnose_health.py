@@ -16,6 +16,8 @@ from bot.models import Diagnosis
 
 #: Access-log and scheduler lines of a working server: never an error, so never matched against the rules.
 _ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch[.,] #new-seq')
+#: The line that says the server listens: the first proof of life a person looks for.
+_LISTENING = re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on|Uvicorn running on|fired up and ready to roll")
 _HTTP_UP = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP/1\.1\" 200")
 
 
@@ -28,6 +30,8 @@ class Health:
     decode_pos: int = -1
     last_step: LogLine | None = None  # the last milestone of the start (weights, KV cache, graphs)
     http_up: LogLine | None = None  # the HTTP server listens (SGLang: warm-up not finished yet)
+    listening: LogLine | None = None  # "Starting vLLM server on ...", "Uvicorn running on ...", "fired up"
+    served: LogLine | None = None  # the last request answered
     served_pos: int = -1  # the last request the server answered (an access-log line with a 2xx/3xx status)
     routine: set[int] = field(default_factory=set)  # positions of lines that are healthy progress, not errors
 
@@ -45,7 +49,9 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
             health.http_up = line
         if _ROUTINE.search(line.text):
             health.routine.add(pos)
-            health.served_pos = pos
+            health.served, health.served_pos = line, pos
+        if health.listening is None and _LISTENING.search(line.text):
+            health.listening = line
         for event in reader.feed_normalized(NormalizedLine(line.text, line.level, None), line.raw):
             if event.kind == "error_line":
                 continue
@@ -60,7 +66,9 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
 
 
 def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None) -> Diagnosis:
-    evidence = [line for line in (error, health.ready, health.decode_line) if line is not None]
+    # Proof of life first (the server listens, answers, decodes), then the error it survived.
+    alive = (health.listening or health.ready, health.served, health.decode_line, error)
+    evidence = [line for line in alive if line is not None]
     if error is not None:
         cause = "an error was logged but the server kept serving after it"
         confidence = 0.6

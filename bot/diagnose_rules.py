@@ -92,7 +92,7 @@ RULES: tuple[Rule, ...] = (
          kind="transformers_too_new"),
     # ------------------------------------------------------------------ speculative decoding
     Rule("speculative_invalid", "speculative_config_invalid",
-         _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid"
+         _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid|does not support"
             r"|must be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
             r"|\b(?:expected both|invalid|unsupported|not supported|not compatible)\b[^\n]{0,60}\bspeculat"
             r"|only [\w ,]+ speculative algorithms? (?:is|are) supported"),
@@ -194,7 +194,7 @@ RULES: tuple[Rule, ...] = (
             r"|No such file or directory: '(?:gcc|cc|g\+\+|c\+\+)'"),
          80, 0.9, "a JIT build needs a C compiler, and none was found", kind="compiler"),
     Rule("no_nvcc", "jit_compile_failure",
-         _r(r"nvcc(?:: command)? not found|No such file or directory: '[^']*nvcc'|CUDA_HOME (?:environment variable )?"
+         _r(r"nvcc:? (?:command )?not found|No such file or directory: '[^']*nvcc'|CUDA_HOME (?:environment variable )?"
             r"is not set|cannot find CUDA_HOME|Could not find nvcc"),
          80, 0.9, "a JIT build needs the CUDA toolkit (nvcc / CUDA_HOME), which was not found", kind="nvcc"),
     Rule("ninja_failed", "jit_compile_failure",

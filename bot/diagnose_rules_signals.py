@@ -66,9 +66,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "a JIT kernel build failed at the link step", kind="linker"),
     Rule("compiler_failed", "jit_compile_failure",
          r(r"CalledProcessError: Command '\['[^']{0,200}\b(?:gcc|g\+\+|cc|c\+\+|clang\+?\+?|nvcc)'"
+           r"|\b\d{1,5} errors? detected in the compilation of"
            r"|\.(?:c|cc|cpp|cu|cuh|h|hpp):\d+:(?:\d+:)? (?:fatal )?error: (.{1,200})|\bnvcc fatal\s*:"
            r"|error: command '[^']{0,200}(?:gcc|nvcc|g\+\+)' failed"),
-         76, 0.85, "a JIT kernel build failed in the compiler", kind="compiler_error"),
+         79, 0.85, "a JIT kernel build failed in the compiler", kind="compiler_error"),
     # ------------------------------------------------------------------ the CUDA driver and devices
     Rule("no_gpu", "cuda_arch_or_driver",
          r(r"no CUDA-capable device is detected|cudaErrorNoDevice|Found no NVIDIA driver on your system"
@@ -83,6 +84,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the NVIDIA driver's library {0} cannot be loaded: no driver (or not mounted into the container)",
          kind="driver"),
     # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py).
+    # vLLM found no platform at all (no GPU visible to the process, e.g. a container started without --gpus):
+    # "No platform detected, vLLM is running on UnspecifiedPlatform" (INFO), then "Failed to infer device type".
+    Rule("no_platform", "cuda_arch_or_driver",
+         r(r"No platform detected, vLLM is running on UnspecifiedPlatform|Failed to infer device type"), 78, 0.8,
+         "the engine sees no GPU platform: no GPU or driver is visible to the process (container without --gpus?)",
+         kind="driver", any_level=True),
     Rule("triton_fp8_arch", "quantization_unsupported",
          r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.8,
          "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu"),
@@ -90,6 +97,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"Quantization scheme is not supported for|not supported for[' ,]{0,6}the current GPU[^\n]{0,60}Min"
            r"(?:imum)? capability"), 82, 0.85, "this GPU is too old for the checkpoint's quantization scheme",
          kind="gpu"),
+    # The rejected architecture is a drafter's (an EAGLE / Medusa / MTP head checkpoint), not the target model's.
+    Rule("draft_architecture_not_supported", "speculative_config_invalid",
+         r(r"Model architectures? \[?'?(\w{0,40}(?:Eagle|Medusa|MTP|Speculator|Draft|NextN)\w{0,40})'?\]?[^\n]{0,40}?"
+           r" (?:are|is) not supported"), 81, 0.85,
+         "the draft model's architecture {0} is not supported by this engine version's speculative decoding"),
     Rule("unsupported_architectures_list", "unsupported_architecture",
          r(r"\bUnsupported architectures?:? \[?'?([\w.]{1,120})"), 80, 0.85,
          "this engine version does not support the architecture {0}"),
@@ -99,9 +111,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          any_level=True),
     # Remote artefacts fetched at start other than the model (a tokenizer vocabulary, a Harmony encoding), as a Rust
     # client (reqwest) words it: "error sending request for url (https://...)" (sgl-project/sglang#18074).
+    Rule("remote_fetch_url", "hub_access", r(r"error sending request for url \(https?://"), 71, 0.75,
+         "the engine could not download a file it needs at start (no Internet access?)", kind="network",
+         any_level=True),
     Rule("remote_fetch_failed", "hub_access",
-         r(r"error sending request for url \(https?://|failed to download or load vocab file|Failed to load Harmony "
-           r"encoding"), 70, 0.75, "the engine could not download a file it needs at start (no Internet access?)",
+         r(r"failed to download or load vocab file|Failed to load Harmony encoding"), 70, 0.75, "the engine could not download a file it needs at start (no Internet access?)",
          kind="network", any_level=True),
     # ------------------------------------------------------------------ engine checks of the model and its files
     Rule("context_over_model_limit", "bad_argument",
@@ -113,7 +127,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "at this TP a quantized weight cannot be split evenly (its group size does not divide the slice)",
          kind="block"),
     Rule("no_config_format", "model_files_missing_or_corrupt",
-         r(r"Could not detect config format|no config file found|Ensure your model has either config\.json"), 78, 0.85,
+         r(r"Could not detect config format|no config file found|Ensure your model has either config\.json"
+           r"|No supported config format found in"), 81, 0.85,
          "the model folder has no config.json (nor params.json): the path or the volume mount is wrong", kind="path"),
     # A ninja step logged as an error while a JIT kernel builds (vLLM workers log the build's output at ERROR).
     Rule("ninja_step_error", "jit_compile_failure", r(r"^\[\d{1,5}/\d{1,5}\] [^\n]{0,300}\b(?:nvcc|c\+\+|g\+\+|gcc)\b"),
