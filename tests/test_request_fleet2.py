@@ -248,3 +248,27 @@ def test_another_small_fleet_with_its_own_words() -> None:
         action="start", model="Qwen2.5-Coder-32B-Instruct", host="tower"
     )
     assert parse_request("put the 32b on the l4 box", fleet).kind == "ambiguous_model"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "expect"),
+    [
+        ("i'd like phi on gpu3", DeployRequest(action="start", model="Phi-3.5-mini-instruct", host="gpu3")),
+        ("could we have the coder on lab2 please",
+         DeployRequest(action="start", model="Qwen2.5-Coder-7B-Instruct", host="lab2")),
+        ("remove phi from gpu3", DeployRequest(action="stop", model="Phi-3.5-mini-instruct", host="gpu3")),
+        ("what's running everywhere?", DeployRequest(action="status")),
+        ("status of all hosts", DeployRequest(action="status")),
+        ("any gpus free anywhere?", DeployRequest(action="status")),
+        ("stop the r1 on lab2", DeployRequest(action="stop", model="DeepSeek-R1-Distill-Llama-8B", host="lab2")),
+        ("please turn the vision model off on gpu3",
+         DeployRequest(action="stop", model="Llama-3.2-11B-Vision-Instruct", host="gpu3")),
+    ],
+)  # fmt: skip
+def test_more_everyday_frames(text: str, expect: DeployRequest) -> None:
+    assert parse_request(text, FLEET_2) == expect
+
+
+def test_a_fleet_wide_change_is_still_refused() -> None:
+    error = parse_request("restart phi everywhere", FLEET_2)
+    assert isinstance(error, ParseError) and error.kind == "not_understood" and "one host" in error.message

@@ -22,7 +22,7 @@ from bot.parse.lexicon import (
     _WANT_WORDS,
 )
 from bot.parse.names import _parts
-from bot.parse.frames import LEAD_VERBS, MOVE_WORDS, STATUS_QUESTIONS, lead_position
+from bot.parse.frames import LEAD_VERBS, MOVE_WORDS, STATUS_QUESTIONS, WANT_FRAME, lead_position
 from bot.parse.patterns import _TOKEN
 from bot.parse.state import ReaderState, _Refused
 from bot.parse.texts import example_requests
@@ -107,7 +107,8 @@ class ActionMixin(ReaderState):
             return {"logs"}
         if _STATUS_QUESTION.search(self.low):
             return {"status"}
-        if any(t in _WANT_WORDS for t, _, _ in tokens) and not re.match(r"^\W*(?:do|does|did|is|are|was)\b", self.low):
+        wants = any(t in _WANT_WORDS for t, _, _ in tokens) or WANT_FRAME.search(self.low)
+        if wants and not re.match(r"^\W*(?:do|does|did|is|are|was)\b", self.low):
             if self.found.exact_models or any(self.index.is_strong(p) for t, _, _ in tokens for p in _parts(t)):
                 return {"start"}
         typos: set[Action] = set()

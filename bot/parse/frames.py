@@ -15,7 +15,7 @@ from bot.models import Action
 LEAD_VERBS: dict[str, Action] = {
     **dict.fromkeys(["put", "load", "host", "swap", "switch", "stand", "bring", "fire", "spin", "give"], "start"),
     **dict.fromkeys(["cycle", "kick", "refresh"], "restart"),
-    **dict.fromkeys(["drop", "free", "evict", "retire"], "stop"),
+    **dict.fromkeys(["drop", "free", "evict", "retire", "remove", "pull", "unserve"], "stop"),
 }
 #: Words that may come before a command's verb: "hey team, could someone please just put ...".
 LEAD_FILLERS = frozenset(
@@ -45,10 +45,15 @@ PART_SYNONYMS = {
     "coding": "coder",
     "code": "coder",
 }
+#: Asking for a model as one asks for anything: "I'd like X on Y", "could we have X on Y".
+WANT_FRAME = re.compile(
+    r"\b(?:i'd|we'd|id|i\s+would|we\s+would)\s+(?:like|love)\b|\b(?:can|could|may)\s+(?:we|i|you)\s+(?:have|get|grab)\b"
+)
 #: Questions about a host: they ask for status as clearly as "status" does.
 STATUS_QUESTIONS = re.compile(
     r"\b(?:who(?:'s|s|\s+is)\s+(?:using|on|hogging|running\s+on)"
     r"|(?:any|some)\s+(?:free|idle|available|open|spare)\s+(?:gpus?|cards?|capacity|room|space)"
+    r"|any\s+(?:gpus?|cards?|capacity|room)\s+(?:free|available|idle|open|left)"
     r"|(?:which|what|how\s+many)\s+gpus?\s+(?:are\s+|is\s+)?(?:free|idle|available|busy|in\s+use|used|taken)"
     r"|how\s+busy|how\s+loaded"
     r"|what(?:'s|s|\s+is)\s+(?:the\s+)?(?:status|state)\b"

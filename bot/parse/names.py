@@ -12,6 +12,8 @@ from bot.parse.lexicon import _ACTION_WORDS, _COMMON_VERBS, _IGNORABLE_PARTS, _O
 from bot.parse.frames import GENERIC_PARTS, PART_SYNONYMS
 from bot.parse.patterns import _PART, _SIZE_PART, _VERSION_PART
 
+_LETTER_NUMBER = re.compile(r"[a-uw-z]\d+")
+
 
 def _compact_model(name: str) -> str:
     return re.sub(r"[^a-z0-9.]", "", name.lower())
@@ -66,7 +68,8 @@ class _ModelIndex:
         by_compact: dict[str, list[str]] = {}
         for name in names:
             by_compact.setdefault(_compact_model(name), []).append(name)
-        vocabulary = frozenset(p for ps in parts.values() for p in ps if p.isalpha())
+        # Words of names, and a letter glued to a number that is no version ("R1", "K2"): said as they are.
+        vocabulary = frozenset(p for ps in parts.values() for p in ps if p.isalpha() or _LETTER_NUMBER.fullmatch(p))
         families = frozenset(next((p for p in ps if p.isalpha()), "") for ps in parts.values()) - {""}
         return cls(names, parts, by_compact, vocabulary, families)
 

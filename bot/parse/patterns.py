@@ -118,7 +118,8 @@ _RAW_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 _WORD = re.compile(r"[a-z0-9][a-z0-9._+/~-]*")
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
 _PART = re.compile(
-    r"a\d+(?:\.\d+)?b(?![a-z])|\d+(?:\.\d+)?[bmt](?![a-z])|v\d+(?:\.\d+)*(?![a-z])|\d+(?:\.\d+)*|[a-z]+"
+    r"a\d+(?:\.\d+)?b(?![a-z])|\d+(?:\.\d+)?[bmt](?![a-z])|v\d+(?:\.\d+)*(?![a-z])"
+    r"|(?<![a-z])[a-z]\d+(?![a-z0-9.])|\d+(?:\.\d+)*|[a-z]+"
 )
 _SIZE_PART = re.compile(r"a?\d+(?:\.\d+)?[bmt]")
 _VERSION_PART = re.compile(r"v?\d+(?:\.\d+)*")

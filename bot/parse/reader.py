@@ -63,7 +63,7 @@ class Reader(ExtrasMixin, RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin)
         if action is None:
             self.refuse_no_action(spans)
         self.refuse_unknown_host()
-        self.refuse_unsupported()
+        self.refuse_unsupported(action)
         self.refuse_raw_flags()
         host = self.resolve_host()
         model = self.resolve_model(spans, host, action)

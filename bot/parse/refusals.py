@@ -14,6 +14,12 @@ from bot.parse.state import ReaderState, _Refused, _T
 from bot.parse.texts import example_requests
 
 
+_FLEET_WIDE = re.compile(
+    r"\b(?:everywhere|anywhere|(?:on\s+|of\s+|across\s+)?(?:all|every|each)\s+(?:of\s+)?(?:the\s+|our\s+)?"
+    r"(?:hosts?|machines?|boxes|nodes?|servers?)|(?:on\s+|across\s+)?the\s+(?:whole\s+)?fleet)\b"
+)
+
+
 class RefusalsMixin(ReaderState):
     """Refuses what cannot be acted on and builds the request."""
 
@@ -40,7 +46,7 @@ class RefusalsMixin(ReaderState):
             ):
                 self.raise_unknown_host(self.quote(word.start, word.end))
 
-    def refuse_unsupported(self) -> None:
+    def refuse_unsupported(self, action: Action | None = None) -> None:
         for match in _UNSUPPORTED.finditer(self.view()):
             raise _Refused(
                 "invalid_value",
@@ -48,7 +54,10 @@ class RefusalsMixin(ReaderState):
                 "A request can set: engine, MTP, tp, gpus, port, context length, quantization.",
                 example_requests(self.inventory)[:2],
             )
-        if re.search(r"\b(?:everywhere|all\s+(?:the\s+)?hosts|every\s+host|each\s+host)\b", self.low):
+        fleet_wide = _FLEET_WIDE.search(self.view())
+        if fleet_wide and action == "status":
+            self.take(fleet_wide.start(), fleet_wide.end())  # "what's running everywhere?": status of every host
+        elif fleet_wide:
             raise _Refused(
                 "not_understood",
                 "One request handles one host; name it.",
