@@ -1,4 +1,5 @@
-"""`deploybot` entry point: ask | chat | parse | plan | probe | resume | diagnose | demo | serve | manifest | audit | help."""
+"""`deploybot` entry point: ask | chat | parse | plan | probe | host | resume | diagnose | demo | serve | manifest |
+audit | help. The global options (--config, --db) go before or after the subcommand."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from importlib import metadata
+from typing import Any, NoReturn
+
 from rich.console import Console
 
+from bot.cli_host import add_host_commands, cmd_host_add, cmd_host_list, cmd_probe
 from bot.config import AppConfig, ConfigError, Secrets, load_config
 from bot.events import RecordingThread
 from bot.models import ParseError, PlanFailure
@@ -50,14 +55,21 @@ async def cmd_ask(args: argparse.Namespace) -> int:
 
 
 async def cmd_parse(args: argparse.Namespace) -> int:
-    from bot.request import parse_request
+    """Offline by default (app.yaml, plus what earlier probes stored when --db is given); --probe resolves a name
+    not found the way `ask` does, by probing its host once."""
+    from bot.request import Inventory, parse_request
 
     config = _config(args)
-    store = Store(args.db) if args.db else None
-    from bot.request import Inventory
+    if args.db or args.probe:
+        from bot.pipeline import Pipeline
 
-    inventory = Inventory.from_config(config, store.known_models_sync() if store else None)
-    result = parse_request(args.text, inventory)
+        pipeline = Pipeline(config, _store(args), secrets=Secrets())
+        try:
+            result = await pipeline.parse(args.text) if args.probe else parse_request(args.text, pipeline.inventory())
+        finally:
+            await pipeline.close()
+    else:
+        result = parse_request(args.text, Inventory.from_config(config))
     if isinstance(result, ParseError):
         payload = {"error": result.model_dump()}
         print(json.dumps(payload, indent=2) if args.json else f"{result.kind}: {result.message}")
@@ -83,13 +95,13 @@ def plan_json(plan) -> dict:  # type: ignore[no-untyped-def]
 async def cmd_plan(args: argparse.Namespace) -> int:
     from bot.events import PlanRejected
     from bot.pipeline import Pipeline
-    from bot.request import parse_request
     from handlers.console import ConsoleThread
 
     config = _config(args)
     pipeline = Pipeline(config, _store(args), secrets=Secrets())
-    request = parse_request(args.text, pipeline.inventory())
+    request = await pipeline.parse(args.text)
     if isinstance(request, ParseError):
+        await pipeline.close()
         print(json.dumps({"error": request.model_dump()}, indent=2) if args.json else request.message)
         return EXIT_BAD_INPUT
     thread = RecordingThread() if args.json else ConsoleThread()
@@ -165,23 +177,6 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     return max(o.exit_code for o in outcomes)
 
 
-async def cmd_probe(args: argparse.Namespace) -> int:
-    from bot.probe import probe
-    from bot.remote import RemotePool
-
-    config = _config(args)
-    if args.host not in config.hosts:
-        print(f"unknown host {args.host!r}; known: {', '.join(config.hosts)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    pool = RemotePool(config.hosts)
-    try:
-        facts = await probe(pool.get(args.host), args.host, config.hosts[args.host], model=args.model)
-    finally:
-        await pool.close()
-    print(facts.model_dump_json(indent=2, exclude={"engine_help"}))
-    return 0
-
-
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from bot.diagnose import diagnose_file, diagnosis_text
 
@@ -252,69 +247,103 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- parser
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deploybot", description="Put LLM inference servers into service on GPU hosts.")
-    parser.add_argument("--config", help="app.yaml (default: $DEPLOYBOT_CONFIG or ./app.yaml)")
-    parser.add_argument("--db", help="SQLite state (default: $DEPLOYBOT_DB or the user data dir)")
-    sub = parser.add_subparsers(dest="command", required=True)
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a next step in every usage error."""
 
-    p = sub.add_parser("ask", help="run a request end to end: parse, probe, plan, launch, follow")
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\nRun `{self.prog} --help` for what it takes.\n")
+
+
+def _global_options(*, in_subcommand: bool) -> argparse.ArgumentParser:
+    """--config and --db, accepted before the subcommand or after it. After it, the default is SUPPRESS so
+    that a value given before the subcommand is not overwritten by the subcommand's default."""
+    options = argparse.ArgumentParser(add_help=False)
+    default = argparse.SUPPRESS if in_subcommand else None
+    options.add_argument("--config", default=default, help="app.yaml (default: $DEPLOYBOT_CONFIG or ./app.yaml)")
+    options.add_argument("--db", default=default, help="SQLite state (default: $DEPLOYBOT_DB or the user data dir)")
+    return options
+
+
+def _version() -> str:
+    try:
+        return metadata.version("deploybot")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: run `make setup`)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="deploybot", description="Put LLM inference servers into service on GPU hosts.",
+                     parents=[_global_options(in_subcommand=False)])
+    parser.add_argument("--version", action="version", version=f"deploybot {_version()}")
+    common = _global_options(in_subcommand=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    p = command("ask", help="run a request end to end: parse, probe, plan, launch, follow")
     p.add_argument("text")
     p.add_argument("--yes", action="store_true", help="approve risky steps without asking")
     p.add_argument("--follow", action="store_true", help="keep following after ready (until the server ends)")
 
-    p = sub.add_parser("parse", help="parse a request and print it")
+    p = command("parse", help="parse a request and print it")
+    p.add_argument("text")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--probe", action="store_true", help="probe the host when a name is not found (as `ask` does)")
+
+    p = command("plan", help="probe and plan without launching")
     p.add_argument("text")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("plan", help="probe and plan without launching")
-    p.add_argument("text")
-    p.add_argument("--json", action="store_true")
-
-    p = sub.add_parser("chat", help="talk to the bot in the terminal: one request a line (quit or Ctrl-D ends)")
+    p = command("chat", help="talk to the bot in the terminal: one request a line (quit or Ctrl-D ends)")
     p.add_argument("--yes", action="store_true", help="approve risky steps without asking")
 
-    p = sub.add_parser("resume", help="re-attach to the deployments that were running when the bot stopped")
+    p = command("resume", help="re-attach to the deployments that were running when the bot stopped")
     p.add_argument("--until-ready", action="store_true", help="return once each is ready instead of following on")
 
-    p = sub.add_parser("probe", help="probe a host")
+    p = command("probe", help="probe a host and store what it saw (its models become nameable)")
     p.add_argument("host")
-    p.add_argument("--model")
+    p.add_argument("--model", help="also read this model's folder (config, size)")
 
-    p = sub.add_parser("diagnose", help="diagnose a server log")
+    add_host_commands(sub, common)
+
+    p = command("diagnose", help="diagnose a server log")
     p.add_argument("logfile")
     p.add_argument("--engine", choices=["sglang", "vllm"])
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("audit", help="print the audit trail")
+    p = command("audit", help="print the audit trail")
     p.add_argument("--host")
     p.add_argument("--since", help="ISO time or 30m / 2h / 7d")
 
-    sub.add_parser("help", help="examples that work against the configured inventory")
+    command("help", help="examples that work against the configured inventory")
 
-    p = sub.add_parser("manifest", help="print the Slack app manifest")
+    p = command("manifest", help="print the Slack app manifest")
     p.add_argument("--request-url", help="public URL of /slack/events (HTTP mode)")
     p.add_argument("--socket-mode", action="store_true")
 
-    p = sub.add_parser("serve", help="run the Slack app (HTTP, or Socket Mode when SLACK_APP_TOKEN is set)")
+    p = command("serve", help="run the Slack app (HTTP, or Socket Mode when SLACK_APP_TOKEN is set)")
     p.add_argument("--port", type=int, default=3000)
 
-    p = sub.add_parser("demo", help="run the pipeline against a simulated GPU host (no GPU, no Slack, no SSH)")
+    p = command("demo", help="run the pipeline against a simulated GPU host (no GPU, no Slack, no SSH)")
     p.add_argument("--workdir", help="where to build the simulated host (default: a temporary folder)")
     return parser
 
 
 ASYNC = {"ask": cmd_ask, "parse": cmd_parse, "plan": cmd_plan, "probe": cmd_probe, "serve": cmd_serve,
-         "demo": cmd_demo, "resume": cmd_resume, "chat": cmd_chat}
+         "demo": cmd_demo, "resume": cmd_resume, "chat": cmd_chat, "host add": cmd_host_add,
+         "host list": cmd_host_list}
 SYNC = {"diagnose": cmd_diagnose, "audit": cmd_audit, "help": cmd_help, "manifest": cmd_manifest}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    command = f"host {args.host_command}" if args.command == "host" else args.command
     try:
-        if args.command in ASYNC:
-            return asyncio.run(ASYNC[args.command](args))
-        return SYNC[args.command](args)
+        if command in ASYNC:
+            return asyncio.run(ASYNC[command](args))
+        return SYNC[command](args)
     except ConfigError as exc:
         print(f"deploybot: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -37,6 +37,8 @@ class HostConfig(Strict):
     known_hosts: str | None = None
     python: str = "~/ml-env/bin/python3"
     models_dir: str
+    #: More folders the probe lists models in (after models_dir; the Hugging Face hub cache is always searched).
+    extra_models_dirs: list[str] = Field(default_factory=list)
     log_dir: str = "~/deploybot-logs"
     models: list[str] | None = None
     transport: Literal["ssh", "local"] = "ssh"
@@ -97,10 +99,17 @@ class SlackConfig(Strict):
     excerpt_max_lines: int = Field(default=12, ge=1, le=200)
 
 
+class DiscoveryConfig(Strict):
+    #: `serve` probes every host at start and again this often (seconds; 0: only at start) to keep the models,
+    #: GPUs and engines it knows fresh. A name not found still triggers a probe of its host right away.
+    refresh_interval_s: float = Field(default=600, ge=0)
+
+
 class AppConfig(Strict):
     hosts: dict[str, HostConfig]
     policy: Policy = Field(default_factory=Policy)
     slack: SlackConfig = Field(default_factory=SlackConfig)
+    discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
 
     @field_validator("hosts")
     @classmethod
@@ -134,6 +143,7 @@ def _format_validation_error(error: ValidationError, source: str) -> str:
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"]) or "(top level)"
         lines.append(f"  {key}: {item['msg']}")
+    lines.append("Fix the keys above (README.md, Configuration, lists every key) and run again.")
     return "\n".join(lines)
 
 
@@ -146,9 +156,12 @@ def load_config(path: str | Path | None = None) -> AppConfig:
     try:
         raw = yaml.safe_load(config_path.read_text())
     except FileNotFoundError:
-        raise ConfigError(f"config file {config_path} not found (use --config PATH or DEPLOYBOT_CONFIG)") from None
+        raise ConfigError(
+            f"config file {config_path} not found: give one with --config PATH (or DEPLOYBOT_CONFIG), or create it "
+            f"with `deploybot host add NAME [USER@]ADDRESS[:PORT]` (README.md, Configuration)"
+        ) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{config_path} is not valid YAML: {exc}") from None
+        raise ConfigError(f"{config_path} is not valid YAML: {exc}\nFix the line it points at and run again.") from None
     return parse_config(raw, str(config_path))
 
 

@@ -60,17 +60,24 @@ class Inventory(BaseModel):
         return self
 
     @classmethod
-    def from_config(cls, config: AppConfig, probed_models: dict[str, list[str]] | None = None) -> "Inventory":
-        """Hosts of app.yaml; a host's models are the last probe's listing when given (fresher), else `models:`."""
+    def from_config(
+        cls,
+        config: AppConfig,
+        probed_models: dict[str, list[str]] | None = None,
+        probed_gpus: dict[str, str] | None = None,
+    ) -> "Inventory":
+        """Hosts of app.yaml. A host's models are its `models:` (optional) together with what its last probe
+        listed (`probed_models`): the probe's view is the inventory, app.yaml may add names before any probe ran.
+        `probed_gpus` ("2x NVIDIA RTX A6000", from the probe) stands in for a host's missing `gpus:`."""
         probed_models = probed_models or {}
+        probed_gpus = probed_gpus or {}
         hosts: dict[str, InventoryHost] = {}
         for name, host in config.hosts.items():
-            if name in probed_models:
-                # A probe lists whatever folders exist; one whose name is not a safe folder name cannot be named.
-                models = [m for m in probed_models[name] if re.match(MODEL_NAME_PATTERN, m)]
-            else:
-                models = list(host.models or [])
-            hosts[name] = InventoryHost(name=name, models=models, gpu_count=host.gpu_count, gpus=host.gpus)
+            # A probe lists whatever folders exist; one whose name is not a safe folder name cannot be named.
+            seen = [m for m in probed_models.get(name, []) if re.match(MODEL_NAME_PATTERN, m)]
+            models = list(dict.fromkeys([*(host.models or []), *seen]))
+            gpus = host.gpus or probed_gpus.get(name)
+            hosts[name] = InventoryHost(name=name, models=models, gpu_count=gpu_count_from_description(gpus), gpus=gpus)
         return cls(hosts=hosts)
 
     @classmethod

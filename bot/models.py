@@ -145,14 +145,27 @@ class GpuProcess(Frozen):
 
 class ModelFolder(Frozen):
     name: str
-    path: str
+    path: str  # what the engine is launched with: the folder, or the hub cache snapshot folder
     exists: bool
+    source: Literal["folder", "hf_cache"] = "folder"
+    repo: str | None = None  # ORG/NAME of a hub cache model
+    revision: str | None = None  # the snapshot's commit (the one refs/main names)
     config: dict | None = None  # config.json as read (nested text_config kept as is)
     config_error: str | None = None
     index_total_size: int | None = None  # model.safetensors.index.json metadata.total_size
     shard_bytes: int = 0  # sum of *.safetensors file sizes (apparent size)
     shard_count: int = 0
     has_custom_code: bool = False  # *.py files next to the config (auto_map)
+
+
+class ModelLocation(Frozen):
+    """Where the probe found one model: a plain folder, or a Hugging Face hub cache snapshot."""
+
+    name: str
+    path: str
+    source: Literal["folder", "hf_cache"] = "folder"
+    repo: str | None = None  # ORG/NAME (hub cache), or ORG/NAME of a nested plain folder
+    revision: str | None = None
 
 
 class EngineInstall(Frozen):
@@ -178,6 +191,7 @@ class HostFacts(Frozen):
     listening_ports: list[int] = Field(default_factory=list)
     model: ModelFolder | None = None
     models_available: list[str] = Field(default_factory=list)
+    model_locations: list[ModelLocation] = Field(default_factory=list)
     engines: dict[str, EngineInstall] = Field(default_factory=dict)
     engine_help: dict[str, str] = Field(default_factory=dict)  # engine -> `--help` text (only when asked for)
     python_version: str | None = None

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 from bot.config import AppConfig, HostConfig, Secrets
 from bot.diagnose import diagnose
+from bot.discovery import Discovery, parse_resolving
 from bot.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -49,7 +50,7 @@ from bot.models import (
 from bot.probe import fetch_engine_help, probe
 from bot.redact import redact
 from bot.remote import HostUnreachable, RemoteError, RemotePool
-from bot.request import Inventory, parse_request
+from bot.request import Inventory
 from bot.store import Store
 from planners.plan import choose_host, make_plan
 
@@ -110,6 +111,7 @@ class Pipeline:
         self.secrets = secrets or Secrets()
         self.remotes = remotes or RemotePool(config.hosts)
         self.approver = approver
+        self.discovery = Discovery(config, store, self.remotes)
         self._host_locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -118,7 +120,15 @@ class Pipeline:
         return redact(text, self.secrets.values())
 
     def inventory(self) -> Inventory:
-        return Inventory.from_config(self.config, self.store.known_models_sync())
+        """app.yaml's hosts with what each one's last probe saw (models; GPUs where app.yaml has no `gpus:`)."""
+        views = self.store.host_views_sync()
+        gpus = {host: desc for host, view in views.items() if (desc := view.gpu_description())}
+        return Inventory.from_config(self.config, {h: v.models for h, v in views.items()}, gpus)
+
+    async def parse(self, text: str) -> DeployRequest | ParseError:
+        """Read a request; a name that does not resolve gets one probe of its host and a second reading."""
+        parsed, _ = await parse_resolving(text, self.inventory, self.discovery)
+        return parsed
 
     def host_lock(self, host: str) -> asyncio.Lock:
         return self._host_locks.setdefault(host, asyncio.Lock())
@@ -130,7 +140,7 @@ class Pipeline:
         started = time.perf_counter()
         facts = await probe(self.remotes.get(host), host, self.host_config(host), model=model)
         facts = await self._with_engine_help(host, facts)
-        await self.store.remember_models(host, facts.models_available)
+        await self.discovery.record(facts)
         await thread.emit(Probed(facts=facts, seconds=time.perf_counter() - started))
         return facts
 
@@ -159,7 +169,7 @@ class Pipeline:
 
     async def handle_text(self, text: str, thread: Thread, who: Requester = Requester(), *,
                           until_ready: bool = True) -> Outcome:
-        parsed = parse_request(text, self.inventory())
+        parsed = await self.parse(text)
         if isinstance(parsed, ParseError):
             await thread.emit(ParseFailed(error=parsed))
             await self.store.audit("parse", actor=who.user, result="refused", detail=f"{parsed.kind}: {text[:200]}")

@@ -19,11 +19,18 @@ class ProbeFailed(RemoteError):
     """The probe ran but could not answer; the message says why."""
 
 
+#: Helper modules sent in front of an agent (after common.py), so that each still travels as one script.
+AGENT_HELPERS: dict[str, tuple[str, ...]] = {
+    "probe_agent": ("modelfind",),
+    "discover_agent": ("modelfind",),
+}
+
+
 @cache
 def agent_source(name: str) -> str:
-    """The script sent to the host: agents/common.py, then the agent itself (one self-contained text)."""
-    common = (AGENTS / "common.py").read_text()
-    return common + "\n\n" + (AGENTS / f"{name}.py").read_text()
+    """The script sent to the host: agents/common.py, its helpers, then the agent itself (one self-contained text)."""
+    parts = ["common", *AGENT_HELPERS.get(name, ()), name]
+    return "\n\n".join((AGENTS / f"{part}.py").read_text() for part in parts)
 
 
 async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeout: float = 120) -> dict:
@@ -48,7 +55,8 @@ async def probe(
     model: str | None = None,
     engine_help: list[str] | None = None,
 ) -> HostFacts:
-    args = {"models_dir": config.models_dir, "model": model, "engine_help": engine_help or []}
+    args = {"models_dir": config.models_dir, "extra_models_dirs": list(config.extra_models_dirs), "model": model,
+            "engine_help": engine_help or []}
     raw = await run_agent(remote, config.python, "probe_agent", args, timeout=300 if engine_help else 60)
     raw.pop("probe_seconds", None)
     try:

@@ -17,6 +17,7 @@ from typing import Any
 
 from platformdirs import user_data_dir
 
+from bot.hostview import HostView
 from bot.models import Deployment, DeploymentState
 
 MIGRATIONS: list[str] = [
@@ -97,6 +98,19 @@ MIGRATIONS: list[str] = [
         data TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );
+    """,
+    # 4: what each host's last probe saw (models, GPUs, engines): the inventory's source and `host list`. The
+    # model lists of the first schema become views of their own.
+    """
+    CREATE TABLE host_views (
+        host TEXT PRIMARY KEY,
+        probed_at TEXT NOT NULL,
+        view TEXT NOT NULL
+    );
+    INSERT INTO host_views (host, probed_at, view)
+        SELECT host, probed_at, json_object('host', host, 'probed_at', probed_at, 'models', json(models))
+        FROM host_models;
+    DROP TABLE host_models
     """,
 ]
 
@@ -299,16 +313,22 @@ class Store:
 
     # ------------------------------------------------------------------ caches and deliveries
 
-    async def remember_models(self, host: str, models: list[str]) -> None:
-        await self._run(
-            self._execute,
-            "INSERT INTO host_models (host, models, probed_at) VALUES (?,?,?) "
-            "ON CONFLICT(host) DO UPDATE SET models=excluded.models, probed_at=excluded.probed_at",
-            (host, json.dumps(models), _now()),
+    def save_host_view_sync(self, view: HostView) -> None:
+        self._execute(
+            "INSERT INTO host_views (host, probed_at, view) VALUES (?,?,?) "
+            "ON CONFLICT(host) DO UPDATE SET probed_at=excluded.probed_at, view=excluded.view",
+            (view.host, view.probed_at.isoformat(), view.model_dump_json()),
         )
 
+    async def save_host_view(self, view: HostView) -> None:
+        await self._run(self.save_host_view_sync, view)
+
+    def host_views_sync(self) -> dict[str, HostView]:
+        return {r["host"]: HostView.model_validate_json(r["view"]) for r in self._query("SELECT host, view FROM host_views", ())}
+
     def known_models_sync(self) -> dict[str, list[str]]:
-        return {r["host"]: json.loads(r["models"]) for r in self._query("SELECT host, models FROM host_models", ())}
+        """Each probed host's models, as its last probe listed them."""
+        return {host: view.models for host, view in self.host_views_sync().items()}
 
     async def engine_help(self, host: str, engine: str, version: str) -> str | None:
         rows = await self._run(self._query, "SELECT text FROM engine_help WHERE host=? AND engine=? AND version=?",

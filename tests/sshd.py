@@ -170,8 +170,11 @@ class Sshd:
         }
 
 
-def start_sshd(workdir: Path) -> Sshd:
-    """Create keys and config in workdir and start sshd; it accepts connections when this returns."""
+def start_sshd(workdir: Path, *, set_env: dict[str, str] | None = None) -> Sshd:
+    """Create keys and config in workdir and start sshd; it accepts connections when this returns.
+
+    `set_env` is given to every session (sshd_config SetEnv, applied after sshd's own HOME, USER, PATH), e.g.
+    {"HOME": simhost_root} so that a simulated host folder is the login's home (~/ml-env, ~/models, ~/.cache)."""
     _require_openssh()
     workdir = Path(workdir).absolute()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -205,6 +208,7 @@ def start_sshd(workdir: Path) -> Sshd:
                 "MaxSessions 100",
                 "LogLevel INFO",
                 "Subsystem sftp internal-sftp",
+                *([" ".join(["SetEnv", *(f"{k}={v}" for k, v in set_env.items())])] if set_env else []),
                 "",
             ]
         )

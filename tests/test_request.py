@@ -390,7 +390,7 @@ def test_request_text_reads_back_as_the_same_request(request_: DeployRequest) ->
 # ------------------------------------------------------------------------------------------ inventory
 
 
-def test_inventory_from_config_prefers_the_probed_listing() -> None:
+def test_inventory_from_config_joins_app_yaml_and_the_probed_listing() -> None:
     config = AppConfig(
         hosts={
             "CT129": HostConfig(transport="local", models_dir="/root/models", gpus="2x NVIDIA RTX A6000",
@@ -400,7 +400,8 @@ def test_inventory_from_config_prefers_the_probed_listing() -> None:
         }
     )
     inventory = Inventory.from_config(config, probed_models={"CT129": ["Qwen3.6-27B", "bad;name", "Qwen3.6-27B"]})
-    assert inventory.hosts["CT129"].models == ["Qwen3.6-27B"]  # probed wins; unsafe folder names dropped
+    # app.yaml's names, then the probe's; unsafe folder names dropped, duplicates once
+    assert inventory.hosts["CT129"].models == ["Qwen3-32B", "Qwen3.6-27B"]
     assert inventory.hosts["CT129"].gpu_count == 2
     assert inventory.hosts["CT130"].models == ["Llama-3.1-8B-Instruct"] and inventory.hosts["CT130"].gpu_count is None
     assert inventory.hosts["bare"].models == []

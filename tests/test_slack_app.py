@@ -88,9 +88,9 @@ class Harness:
         return Answer(response.status, body, time.perf_counter() - started, time.monotonic())
 
     def command(self, text: str, *, user: str = REQUESTER, channel: str = CHANNEL,
-                trigger_id: str | None = None) -> slack_signing.SignedRequest:
+                trigger_id: str | None = None, response_url: str | None = None) -> slack_signing.SignedRequest:
         return slack_signing.slash_command(SIGNING_SECRET, text=text, user_id=user, channel_id=channel,
-                                           trigger_id=trigger_id, response_url=self.slack.response_url())
+                                           trigger_id=trigger_id, response_url=response_url or self.slack.response_url())
 
     async def deploy(self, text: str, **options: Any) -> Answer:
         return await self.send(self.command(text, **options))
@@ -322,9 +322,13 @@ async def test_help_and_parse_errors_answer_ephemerally_and_change_nothing(bot: 
     assert body["response_type"] == "ephemeral" and HOST in body["text"] and MODEL in body["text"]
     assert body["blocks"]
 
-    wrong = await bot.deploy(f"start Qwen9-999B on {HOST}")
+    # A name not in the inventory: acked at once, the host probed once after the ack, then the answer (still not
+    # there) comes ephemerally through the response URL.
+    url = bot.slack.response_url()
+    wrong = await bot.deploy(f"start Qwen9-999B on {HOST}", response_url=url)
     assert wrong.status == 200
-    body = wrong.json()
+    await bot.wait(lambda: bool(bot.slack.responses(url)), "the parse error through the response URL")
+    [body] = bot.slack.responses(url)
     assert body["response_type"] == "ephemeral" and body["text"].startswith("❓")
 
     unsafe = await bot.deploy(f"start {MODEL} on {HOST}; rm -rf /")

@@ -1,7 +1,7 @@
 """The probe agent: sent to the host's engine python on stdin, run once, prints one JSON object.
 
 Self-contained on purpose (standard library, plus pynvml when the host has it): the host has only its engine env.
-Usage on the host: `python3 - '{"models_dir": "...", "model": "..."}' < probe_agent.py`.
+Usage on the host: `python3 - '{"models_dir": "...", "model": "..."}' < common.py+modelfind.py+probe_agent.py`.
 
 It answers, in one round trip: GPUs (NVML, else `nvidia-smi` CSV), processes on the GPUs with their command lines
 (recognising running sglang/vllm servers), listening TCP ports, the model folder (config.json, safetensors index
@@ -16,6 +16,10 @@ import shutil
 import subprocess
 import sys
 import time
+
+if "find_models" not in globals():  # run on its own (by hand, in a checkout) rather than sent after modelfind.py
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from modelfind import find_models, locate  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -233,9 +237,13 @@ def listening_ports():
     return sorted(ports)
 
 
-def model_folder(models_dir, name):
-    path = os.path.join(models_dir, name)
+def model_folder(found, models_dir, name):
+    """The asked-for model's folder (a plain folder, or a hub cache snapshot) with what the planner reads."""
+    location = locate(found, name)
+    path = location["path"] if location else os.path.join(models_dir, name)
     folder = {"name": name, "path": path, "exists": os.path.isdir(path)}
+    if location and location.get("source") == "hf_cache":
+        folder.update(source="hf_cache", repo=location.get("repo"), revision=location.get("revision"))
     if not folder["exists"]:
         return folder
     try:
@@ -255,22 +263,12 @@ def model_folder(models_dir, name):
     custom_code = False
     for entry in os.scandir(path):
         if entry.name.endswith(".safetensors"):
-            shard_bytes += entry.stat().st_size
+            shard_bytes += entry.stat().st_size  # follows a hub snapshot's symlink to its blob
             shard_count += 1
         elif entry.name.endswith(".py"):
             custom_code = True
     folder.update(shard_bytes=shard_bytes, shard_count=shard_count, has_custom_code=custom_code)
     return folder
-
-
-def models_available(models_dir):
-    try:
-        return sorted(
-            entry.name for entry in os.scandir(models_dir)
-            if entry.is_dir() and os.path.exists(os.path.join(entry.path, "config.json"))
-        )
-    except OSError:
-        return []
 
 
 def _source_version(name):
@@ -360,9 +358,11 @@ def main():
     facts.update(gpus())
     enrich_processes(facts["gpu_processes"])
     facts["listening_ports"] = listening_ports()
-    facts["models_available"] = models_available(models_dir)
+    found = find_models([models_dir] + list(args.get("extra_models_dirs") or []))
+    facts["models_available"] = sorted(found)
+    facts["model_locations"] = [found[name] for name in sorted(found)]
     if args.get("model"):
-        facts["model"] = model_folder(models_dir, args["model"])
+        facts["model"] = model_folder(found, models_dir, args["model"])
     facts["engines"] = engines()
     if args.get("engine_help"):
         facts["engine_help"] = engine_help(args["engine_help"])

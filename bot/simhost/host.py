@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from bot.config import HostConfig
+from bot.simhost.hfcache import write_hf_cache_model
 from bot.simhost.hostlib.simengine import state as gpu_state
 from bot.simhost.modelfiles import available_models, write_model_folder
 from bot.simhost.presets import BASELINE_USED_MIB, CUDA_VERSION, DRIVER_VERSION, GPU_PRESETS
@@ -47,6 +48,20 @@ class SimHost:
     gpus: str = "2xA6000"
     models: list[str] = field(default_factory=list)
     engines: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hf_home(self) -> Path:
+        """HF_HOME of the host's engine env (its hub cache is hf_home/hub): ~/.cache/huggingface when root is
+        the deploy user's home, and never the real user's cache otherwise."""
+        return self.root / ".cache" / "huggingface"
+
+    def add_model(self, name: str) -> Path:
+        """Copy one more model folder onto the host (as a person would, while the bot runs)."""
+        return write_model_folder(self.models_dir, name)
+
+    def add_hf_model(self, repo_id: str, *, config: str | None = None, old_revisions: int = 0) -> Path:
+        """A model in the hub cache (HF_HOME/hub/models--ORG--NAME/...); returns the snapshot refs/main names."""
+        return write_hf_cache_model(self.hf_home / "hub", repo_id, config=config, old_revisions=old_revisions)
 
     @property
     def scenario_file(self) -> Path:
@@ -211,6 +226,8 @@ def _python_wrapper(root: Path, interpreter: str) -> str:
         "export PYTHONPATH\n"
         f"PATH={q(str(root / 'bin'))}:${{PATH:-/usr/local/bin:/usr/bin:/bin}}\n"
         "export PATH\n"
+        f"HF_HOME={q(str(root / '.cache' / 'huggingface'))}\n"
+        "export HF_HOME\n"
         f'exec {q(interpreter)} "$@"\n'
     )
 

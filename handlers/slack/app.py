@@ -38,6 +38,7 @@ from bot.follow import fetch_tail
 from bot.models import DeployRequest, Deployment, Frozen, ParseError, utcnow
 from bot.pipeline import Outcome, Pipeline, Requester
 from bot.remote import RemoteError
+from bot.discovery import RESOLVE_BY_PROBING
 from bot.request import help_text, is_help_request, parse_request
 from bot.store import Store
 from handlers.slack.client import SlackSetupError, make_web_client
@@ -343,6 +344,12 @@ class SlackSurface:
                 return
             inventory = self.pipeline.inventory()
             parsed = parse_request(text, inventory)
+            if isinstance(parsed, ParseError) and parsed.kind in RESOLVE_BY_PROBING:
+                # Maybe a folder copied since the last probe: the host is probed after the ack, never before it.
+                await ack()
+                self.spawn(self._deploy_after_probe(text, user, channel, command.get("response_url")),
+                           name=f"deploy:{trigger}")
+                return
             if isinstance(parsed, ParseError):
                 await ack(response_type="ephemeral", text=parse_error_text(parsed))
                 await self.store.audit("parse", actor=user, result="refused", detail=f"{parsed.kind}: {text[:200]}")
@@ -360,6 +367,28 @@ class SlackSurface:
             return
         await ack()
         self.spawn(self._deploy(parsed, text, user, channel, command.get("response_url")), name=f"deploy:{trigger}")
+
+    async def _deploy_after_probe(self, text: str, user: str, channel: str, response_url: str | None) -> None:
+        """A name the inventory did not have: one probe of the host named (all when none is), read again, then
+        deploy, or answer the parse error as the ack would have (ephemeral, through the response URL)."""
+        parsed = await self.pipeline.parse(text)
+        refusal = None
+        if isinstance(parsed, ParseError):
+            refusal = parse_error_text(parsed)
+            await self.store.audit("parse", actor=user, result="refused", detail=f"{parsed.kind}: {text[:200]}")
+        else:
+            hosts_with_model = [n for n, h in self.pipeline.inventory().hosts.items() if parsed.model in h.models]
+            why = request_refusal(self.config, parsed, user, channel, hosts_with_model)
+            if why is not None:
+                refusal = f"🚫 {escape(why)}"
+                await self.store.audit(parsed.action, actor=user, host=parsed.host, result="refused",
+                                       detail=f"not authorized in {channel}: {why}")
+        if refusal is None:
+            assert isinstance(parsed, DeployRequest)
+            await self._deploy(parsed, text, user, channel, response_url)
+        elif response_url:
+            await AsyncRespond(response_url=response_url)(text=refusal, response_type="ephemeral",
+                                                          replace_original=False)
 
     async def _deploy(self, request: DeployRequest, text: str, user: str, channel: str,
                       response_url: str | None) -> None:

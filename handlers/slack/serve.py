@@ -49,6 +49,7 @@ class SlackService:
         self._runner: web.AppRunner | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._sweeper: asyncio.Future[None] | None = None
+        self.discovering: asyncio.Future[None] | None = None
 
     @property
     def socket_mode(self) -> bool:
@@ -65,6 +66,9 @@ class SlackService:
         resumed = await self.surface.resume_active()
         # Not one of the surface's tasks (those are the stories, which drain); ended with the story loop.
         self._sweeper = self.surface.stories.submit(self.surface.expire_forever())
+        # Every host probed now, all at once, and again every discovery.refresh_interval_s: the models each has
+        # become nameable without a `models:` list. On the story loop, so requests are acked meanwhile.
+        self.discovering = self.surface.stories.submit(self.pipeline.discovery.refresh_forever())
         if self.socket_mode:
             self._socket = AsyncSocketModeHandler(self.surface.app, self.secrets.slack_app_token)
             await self._socket.connect_async()
