@@ -272,3 +272,11 @@ def test_more_everyday_frames(text: str, expect: DeployRequest) -> None:
 def test_a_fleet_wide_change_is_still_refused() -> None:
     error = parse_request("restart phi everywhere", FLEET_2)
     assert isinstance(error, ParseError) and error.kind == "not_understood" and "one host" in error.message
+
+
+def test_a_distinctive_word_that_agrees_with_no_named_model_is_an_ordinary_word() -> None:
+    # "next" is a word of Qwen3-Next's folder; next to an exact name it names nothing, and the reply says so.
+    got = parse_request("start qwen3.6-27b on ct129 next week", FLEET)
+    assert got == DeployRequest(action="start", model="Qwen3.6-27B", host="CT129", ignored=["next"])
+    got = parse_request("start the next one on h100-01", FLEET)
+    assert isinstance(got, DeployRequest) and got.model == "Qwen3-Next-80B-A3B-Instruct"

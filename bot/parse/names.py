@@ -105,6 +105,10 @@ class _ModelIndex:
             return False
         return any(f != part and (f.startswith(part) or f.endswith(part)) for f in self.families)
 
+    def names_alone(self, part: str) -> bool:
+        """A part that says "model name" by what it is (family, size), not only by being in some folder's name."""
+        return part in self.families or part in _OTHER_FAMILIES or _is_size(part) or self.is_inside_family(part)
+
     def is_distinctive(self, part: str) -> bool:
         """"math" in Qwen2.5-Math-7B-Instruct names that folder; "instruct", "it" or "small" name nothing."""
         return (
@@ -154,6 +158,9 @@ class _Span:
     end: int
     candidates: list[str]
     foreign: list[str]
+    #: Named only by distinctive words ("math", "next"): no family, no size. Such a span gives way to a stronger
+    #: name it does not agree with ("start qwen3.6-27b on ct129 next week" is not Qwen3-Next).
+    weak: bool = False
 
 
 def _looks_like_host(word: str) -> bool:

@@ -26,7 +26,8 @@ class ModelsMixin(ReaderState):
                 parts = [p for _, ps in run for p in ps]
                 candidates, foreign = self.index.candidates(parts)
                 start, end = run[0][0].start, run[-1][0].end
-                spans.append(_Span(self.quote(start, end), start, end, candidates, foreign))
+                weak = not any(self.index.names_alone(p) for p in parts)
+                spans.append(_Span(self.quote(start, end), start, end, candidates, foreign, weak))
                 self.take(start, end)
             run.clear()
 
@@ -47,6 +48,7 @@ class ModelsMixin(ReaderState):
         return spans
 
     def resolve_model(self, spans: list[_Span], host: str | None, action: Action | None) -> str | None:
+        spans = self.without_stray_weak_spans(spans)
         unknown = [s for s in spans if not s.candidates]
         if unknown:
             self.refuse_unknown_model(unknown[0].text, host, action, unknown[0].foreign)
@@ -86,6 +88,15 @@ class ModelsMixin(ReaderState):
         model = chosen.pop()
         self.on_host([model], host, self.found.exact_models.get(model, model), action)
         return model
+
+    def without_stray_weak_spans(self, spans: list[_Span]) -> list[_Span]:
+        """Weak spans that agree with no stronger name are ordinary words after all: named as ignored, not used."""
+        anchors = set(self.found.exact_models).union(*(s.candidates for s in spans if not s.weak))
+        if not anchors:
+            return spans
+        stray = [s for s in spans if s.weak and not anchors & set(s.candidates)]
+        self.ignored += [s.text for s in stray]
+        return [s for s in spans if s not in stray]
 
     def on_host(self, candidates: list[str], host: str | None, said: str, action: Action | None) -> list[str]:
         """Candidates narrowed to the host's models; not_on_host when the host has none of them."""
