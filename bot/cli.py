@@ -77,7 +77,9 @@ async def cmd_parse(args: argparse.Namespace) -> int:
             for s in result.suggestions:
                 print(f"  - {s}")
         return EXIT_BAD_INPUT
-    print(json.dumps(result.public(), indent=2) if args.json else result.summary())
+    # What the parser read but did not act on is shown, never dropped (the key is there only when it has any).
+    shown = result.public() | ({"ignored": result.ignored} if result.ignored else {})
+    print(json.dumps(shown, indent=2) if args.json else result.summary())
     return 0
 
 

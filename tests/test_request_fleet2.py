@@ -280,3 +280,14 @@ def test_a_distinctive_word_that_agrees_with_no_named_model_is_an_ordinary_word(
     assert got == DeployRequest(action="start", model="Qwen3.6-27B", host="CT129", ignored=["next"])
     got = parse_request("start the next one on h100-01", FLEET)
     assert isinstance(got, DeployRequest) and got.model == "Qwen3-Next-80B-A3B-Instruct"
+
+
+def test_deploybot_parse_shows_what_was_ignored(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from bot.cli import main
+
+    config = tmp_path / "app.yaml"
+    config.write_text("hosts:\n  CT129:\n    transport: local\n    models_dir: /m\n    models: [Qwen3.6-27B]\n")
+    assert main(["--config", str(config), "parse", "--json", "start Qwen3.6-27B on CT129 with flash attention"]) == 0
+    assert json.loads(capsys.readouterr().out)["ignored"] == ["with flash attention"]
+    assert main(["--config", str(config), "parse", "start Qwen3.6-27B on CT129 with flash attention"]) == 0
+    assert "I ignored: 'with flash attention'" in capsys.readouterr().out
