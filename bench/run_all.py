@@ -42,6 +42,7 @@ BENCHES = (
     Bench("request_to_pid", "bench_request_to_pid.py", "request -> PID over sshd, against plain asyncssh"),
     Bench("follow", "bench_follow.py", "50 deployments x 20 lines/s through one SSH connection, against tail -F"),
     Bench("fleet", "bench_fleet_probe.py", "probe 50 sshd hosts at once, against Ansible"),
+    Bench("discovery", "bench_discovery.py", "serve learning a 50-host fleet's models at start, against asyncssh"),
     Bench("ack", "bench_ack.py", "200 signed /deploy, 20 at a time, against a bare Bolt app"),
 )
 

@@ -184,7 +184,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     path = Path(args.logfile)
     if not path.is_file():
-        print(f"no such log file: {path}", file=sys.stderr)
+        print(f"deploybot diagnose: no such log file: {path} (give the path of a server log, e.g. one under the "
+              f"host's log_dir, copied here)", file=sys.stderr)
         return EXIT_BAD_INPUT
     diagnosis = diagnose_file(path, engine=args.engine)
     if args.json:

@@ -110,5 +110,11 @@ async def parse_resolving(
     if not (isinstance(parsed, ParseError) and parsed.kind in RESOLVE_BY_PROBING):
         return parsed, []
     hosts = hosts_named(text, discovery.config.hosts) or list(discovery.config.hosts)
-    await discovery.probe_hosts(hosts)
-    return parse_request(text, inventory()), hosts
+    results = await discovery.probe_hosts(hosts)
+    again = parse_request(text, inventory())
+    failed = [f"{host} could not be probed ({result})" for host, result in results.items()
+              if isinstance(result, BaseException)]
+    if isinstance(again, ParseError) and failed:
+        # The name may well be there: say why the bot could not look, which is what to fix first.
+        again = again.model_copy(update={"message": again.message + " Also: " + "; ".join(failed[:3])})
+    return again, hosts

@@ -144,3 +144,15 @@ def test_hosts_named_finds_host_words_only():
     assert hosts_named("put the gemma on node\u2011b.", hosts) == ["node-b"]  # a non-breaking hyphen
     assert hosts_named("start x on CT1290", hosts) == []
     assert hosts_named("start x on gpu3.example", hosts) == []
+
+
+async def test_a_host_that_cannot_be_probed_is_named_in_the_parse_error(sshd, simhost, tmp_path):
+    raw = no_models_config(sshd, simhost)
+    raw["hosts"]["CT129"]["python"] = str(tmp_path / "no-such-env" / "bin" / "python3")
+    pipeline = Pipeline(parse_config(raw), Store(tmp_path / "state.db"), secrets=Secrets())
+    try:
+        refused = await pipeline.parse(SEED)
+    finally:
+        await pipeline.close()
+    assert isinstance(refused, ParseError) and refused.kind == "unknown_model"
+    assert "CT129 could not be probed" in refused.message and "engine python" in refused.message

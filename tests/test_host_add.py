@@ -144,3 +144,36 @@ async def _main(argv: list[str]) -> int:
     import asyncio
 
     return await asyncio.to_thread(cli_main, argv)
+
+
+async def test_known_hosts_holding_another_key_for_the_host_refuses(home_host, tmp_path, capsys):
+    _, server = home_host
+    other = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")],
+                           capture_output=True, check=True)
+    assert other.returncode == 0
+    key = " ".join((tmp_path / "other.pub").read_text().split()[:2])
+    (tmp_path / "known_hosts").write_text(f"[127.0.0.1]:{server.port} {key}\n")
+    before = (tmp_path / "known_hosts").read_bytes()
+    code = await _main(add_args(server, tmp_path, "--trust", fingerprint_of(server)))
+    err = capsys.readouterr().err
+    assert code == 2 and "already holds a different key" in err and "ssh-keygen -R" in err
+    assert (tmp_path / "known_hosts").read_bytes() == before and not (tmp_path / "app.yaml").exists()
+
+
+def test_the_prompt_on_a_terminal_trusts_on_yes(home_host, tmp_path):
+    """stdin a real pseudo-terminal: the fingerprint is shown and asked about; "y" trusts it."""
+    import os
+    import pty
+    import sys
+
+    _, server = home_host
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "bot.cli", *add_args(server, tmp_path)], stdin=slave,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    os.write(master, b"y\n")  # the terminal's line discipline holds it until the prompt reads it
+    out, err = process.communicate(timeout=120)
+    os.close(master)
+    assert process.returncode == 0, err
+    assert fingerprint_of(server) in out and "gpu7 added" in out
+    assert (tmp_path / "known_hosts").read_text() == server.known_hosts.read_text()
