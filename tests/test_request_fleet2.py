@@ -291,3 +291,33 @@ def test_deploybot_parse_shows_what_was_ignored(tmp_path, capsys) -> None:  # ty
     assert json.loads(capsys.readouterr().out)["ignored"] == ["with flash attention"]
     assert main(["--config", str(config), "parse", "start Qwen3.6-27B on CT129 with flash attention"]) == 0
     assert "I ignored: 'with flash attention'" in capsys.readouterr().out
+
+
+QUANTIZED = Inventory(
+    hosts={
+        "jupiter": InventoryHost(name="jupiter", gpu_count=2, models=[
+            "Meta-Llama-3-8B-Instruct", "Llama-3.1-8B", "Qwen2.5-14B-Instruct-AWQ", "Qwen2.5-14B-Instruct-GPTQ-Int4"]),
+        "mars": InventoryHost(name="mars", models=["Yi-1.5-34B-Chat", "internlm2_5-7b-chat", "c4ai-command-r-v01"]),
+    }
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [
+        ("start the awq qwen on jupiter", "Qwen2.5-14B-Instruct-AWQ"),
+        ("start the gptq one on jupiter", "Qwen2.5-14B-Instruct-GPTQ-Int4"),
+        ("start command r on mars", "c4ai-command-r-v01"),
+        ("start internlm on mars", "internlm2_5-7b-chat"),
+    ],
+)
+def test_a_quantization_or_a_family_in_a_folder_name_picks_that_folder(text: str, model: str) -> None:
+    got = parse_request(text, QUANTIZED)
+    assert isinstance(got, DeployRequest) and got.model == model, got
+
+
+def test_a_word_of_several_folders_is_ambiguous_not_unknown() -> None:
+    error = parse_request("put the chat model on mars", QUANTIZED)
+    assert isinstance(error, ParseError) and error.kind == "ambiguous_model"
+    assert "Yi-1.5-34B-Chat" in error.message and "internlm2_5-7b-chat" in error.message
+    assert parse_request("start qwen 14b on jupiter", QUANTIZED).kind == "ambiguous_model"  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ import re
 
 from bot.models import Action
 from bot.parse.lexicon import QUANTIZATION_METHODS, _MODEL_NOUNS, _OBJECT_ENDS, _STOPWORDS
-from bot.parse.names import _Span, _Word, _compact_model, _looks_like_host, _parts
+from bot.parse.names import _Span, _Word, _compact_host, _compact_model, _looks_like_host, _parts
 from bot.parse.patterns import _WORD, quant_name
 from bot.parse.state import ReaderState, _Refused
 
@@ -72,8 +72,9 @@ class ModelsMixin(ReaderState):
                 continue  # "the qwen ... Qwen3.6-27B": the vaguer mention agrees with the exact one
             if not chosen:
                 common = set.intersection(*(set(s.candidates) for s in open_spans))
+                common = common if len(common) == 1 else set(self.by_quantization(sorted(common)))
                 if len(common) == 1:
-                    chosen = common
+                    chosen = common  # "the awq qwen": of two Qwen folders, the one whose name says AWQ
                     continue
             names = span.candidates if not chosen else sorted(chosen | set(span.candidates))
             where = f" on {host}" if host else ""
@@ -82,12 +83,21 @@ class ModelsMixin(ReaderState):
                 f"'{span.text}' matches {len(names)} models{where}: {', '.join(names)}. Which one?",
                 [self.suggest(action, n, host) for n in names],
             )
+        if not chosen and not spans and not self.found.scope_all:
+            pool = self.inventory.hosts[host].models if host else self.index.names
+            chosen = set(self.by_quantization(pool))  # "start the gptq one on jupiter"
+            chosen = chosen if len(chosen) == 1 else set()
         if not chosen:
             self.refuse_unnamed_model(action, host)
             return None
         model = chosen.pop()
         self.on_host([model], host, self.found.exact_models.get(model, model), action)
         return model
+
+    def by_quantization(self, candidates: list[str]) -> list[str]:
+        """The candidates whose folder name carries the quantization asked for (Qwen2.5-14B-Instruct-AWQ)."""
+        methods = [m.replace("_", "") for m in self.found.quantizations]
+        return [c for c in candidates if methods and any(m in _compact_host(c) for m in methods)]
 
     def without_stray_weak_spans(self, spans: list[_Span]) -> list[_Span]:
         """Weak spans that agree with no stronger name are ordinary words after all: named as ignored, not used."""
@@ -119,6 +129,7 @@ class ModelsMixin(ReaderState):
         self, said: str, host: str | None, action: Action | None, foreign: list[str] | None = None
     ) -> None:
         pool = self.inventory.hosts[host].models if host else self.index.names
+        self.refuse_generic_word(said, pool, host, action)
         close = difflib.get_close_matches(_compact_model(said), [_compact_model(n) for n in pool], n=3, cutoff=0.5)
         names = [n for n in pool if _compact_model(n) in close] or pool[:4]
         suggestions = [self.suggest(action, n, host) for n in names]
@@ -138,6 +149,20 @@ class ModelsMixin(ReaderState):
             + f". Models{where}: {', '.join(pool) or 'none listed'}.",
             suggestions,
         )
+
+    def refuse_generic_word(self, said: str, pool: list[str], host: str | None, action: Action | None) -> None:
+        """"the chat model" where three folders end in -Chat: a word of several names, so ask which one."""
+        parts = _parts(said)
+        if not parts or not all(p in self.index.vocabulary for p in parts):
+            return
+        names = [n for n in pool if all(p in self.index.parts[n] for p in parts)]
+        if len(names) > 1:
+            where = f" on {host}" if host else ""
+            raise _Refused(
+                "ambiguous_model",
+                f"'{said}' matches {len(names)} models{where}: {', '.join(names)}. Which one?",
+                [self.suggest(action, n, host) for n in names],
+            )
 
     def refuse_unnamed_model(self, action: Action | None, host: str | None) -> None:
         """No model found: an unknown name where the model belongs, or none at all (fine for some actions)."""
