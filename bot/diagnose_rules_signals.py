@@ -22,6 +22,8 @@ Patterns are linear-time: no nested quantifiers, bounded gaps (``[^\\n]{0,N}``) 
 
 from __future__ import annotations
 
+import re
+
 from bot.diagnose_locale import ADDRESS_IN_USE, KILLED, NO_MEMORY
 from bot.diagnose_rule import Rule, r
 
@@ -30,26 +32,31 @@ _ARCH = r"\[?'?[A-Z]\w{0,80}(?:For[A-Z]\w{0,60}|Model|LMHeadModel)'?\]?"
 #: The newer engine or model runner that refuses a feature (vLLM V1, its Model Runner V2).
 _NEW_RUNNER = r"(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b"
 _NOT_SUPPORTED = r"(?:is|are) (?:not|not yet|currently not) supported (?:by|in|on|with|for) "
+_NEW_RUNNER_CI = r"(?i:(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b)"
 
 SIGNAL_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ the OS: a taken port, any port, any locale
+    # The localised words are literal and compiled case-sensitively (fast literal scan); the rest ignores case.
     Rule("address_in_use", "port_in_use",
-         r(ADDRESS_IN_USE + r"|EADDRINUSE|\[Errno 98\]|errno:? ?98\b|Only one usage of each socket address"
-           r"|\bAddress in use\b|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
-           r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)|_port at \d{2,5} is not available"
-           r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address)"),
+         re.compile(ADDRESS_IN_USE), 80, 0.9, "a port the engine binds is already taken by another process"),
+    Rule("address_in_use_words", "port_in_use",
+         re.compile(r"(?i:address already in use|EADDRINUSE|\[Errno 98\]|errno:? ?98\b"
+                    r"|Only one usage of each socket address|\bAddress in use\b"
+                    r"|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
+                    r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)|_port at \d{2,5} is not available"
+                    r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address))"),
          80, 0.9, "a port the engine binds is already taken by another process"),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
     Rule("shell_killed", "host_oom_killed",
-         r(r"^" + KILLED + r"\s*(?:\(core dumped\))?$|\d+:\s+\d+\s+" + KILLED + r"(?:\s|$)"
-           r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)|^zsh: killed\s"),
+         re.compile(r"^" + KILLED + r"\s*(?:\(core dumped\))?$|\d+:\s+\d+\s+" + KILLED + r"(?:\s|$)"
+                    r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)|^zsh: killed\s"),
          25, 0.55, "the engine was killed (SIGKILL) by the system: most often the host OOM killer", kind="bare_kill"),
     Rule("container_oom", "host_oom_killed",
          r(r"\bOOMKilled\b|code=killed, status=9/KILL|exited with code 137\b|Exit code: 137\b"), 35, 0.65,
          "the container or service was killed with SIGKILL (exit 137): its memory limit or the host OOM killer",
          any_level=True),
     # The OS refused memory (ENOMEM): host RAM ran out without the OOM killer firing (an mmap of a shard, a fork).
-    Rule("host_enomem", "host_oom_killed", r(NO_MEMORY + r"|\[Errno 12\]|\bENOMEM\b"), 68, 0.75,
+    Rule("host_enomem", "host_oom_killed", re.compile(NO_MEMORY + r"|\[Errno 12\]|ENOMEM"), 68, 0.75,
          "the OS refused to allocate host memory (ENOMEM): host RAM or its overcommit limit ran out", kind="enomem",
          exclude=r(r"CUDA|cuda|GPU|device memory")),
     # Ray's memory monitor kills a worker before the kernel does (ray.exceptions.OutOfMemoryError).
@@ -135,8 +142,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          60, 0.7, "a JIT kernel build (ninja) failed", kind="ninja"),
     # ------------------------------------------------------------------ a newer runner refuses a feature / model
     Rule("v1_architecture", "unsupported_architecture",
-         r(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r")[^\n]{0,80}?" + _NOT_SUPPORTED
-           + _NEW_RUNNER),
+         re.compile(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r") " + _NOT_SUPPORTED
+                    + _NEW_RUNNER_CI),
          80, 0.85, "this vLLM's V1 engine does not run the architecture {0}{1}", kind="v1",
          exclude=r(r"Falling back to V0")),
     Rule("v1_quantization", "quantization_unsupported",
@@ -145,8 +152,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          79, 0.8, "this vLLM's V1 engine does not support {0} quantization here", kind="v1",
          exclude=r(r"Falling back to V0")),
     Rule("v1_feature", "bad_argument",
-         r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|([^\n]{1,120}?) " + _NOT_SUPPORTED + _NEW_RUNNER),
-         70, 0.75, "the engine's newer runner (vLLM V1) does not support {0}{1}", kind="v1_feature",
+         r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|\b" + _NOT_SUPPORTED + _NEW_RUNNER),
+         70, 0.75, "the engine's newer runner (vLLM V1) does not support a requested feature ({0})", kind="v1_feature",
          exclude=r(r"Falling back to V0")),
     Rule("architecture_inspection_failed", "unsupported_architecture",
          r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
@@ -170,8 +177,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          any_level=True),
     Rule("transformers_fallback_incompatible", "unsupported_architecture",
          r(r"The Transformers implementation of '?([\w.]{1,120})'? is not compatible with vLLM"
-           r"|\b([\w.]{1,120}) has no vLLM implementation|^AttributeError: '(Transformers\w{0,60})' object has no"
+           r"|\bhas no vLLM implementation|^AttributeError: '(Transformers\w{0,60})' object has no"
            r" attribute|is not supported by the Transformers backend"),
-         76, 0.8, "the engine has no native implementation of {0}{1}{2} and its generic Transformers fallback "
+         76, 0.8, "the engine has no native implementation of this architecture ({0}{1}) and its generic Transformers fallback "
          "cannot run it", kind="fallback"),
 )
