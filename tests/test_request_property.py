@@ -12,9 +12,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.inventory import Inventory
 from bot.models import DeployRequest, ParseError
 from bot.request import MAX_REQUEST_CHARS, QUANTIZATION_METHODS, parse_request, request_text
+from tests.corpus_score import FLEET2
 from tests.test_request import FLEET
+
+#: The second fleet: a host called gpu3, hosts written with any dash, folders named by one distinctive word.
+FLEET_2 = Inventory.from_corpus(FLEET2)
 
 # deadline=None: how long an example takes is measured in bench/, never asserted.
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -62,17 +67,17 @@ VOCABULARY = (
 )
 
 
-def _assert_holds_only_inventory_values(result: DeployRequest | ParseError) -> None:
+def _assert_holds_only_inventory_values(result: DeployRequest | ParseError, fleet: Inventory = FLEET) -> None:
     assert isinstance(result, (DeployRequest, ParseError))
     if isinstance(result, ParseError):
         assert result.message
         return
     if result.host is not None:
-        assert result.host in FLEET.hosts
+        assert result.host in fleet.hosts
     if result.model is not None:
-        assert result.model in MODELS
+        assert result.model in fleet.model_names()
         if result.host is not None:
-            assert result.model in FLEET.hosts[result.host].models
+            assert result.model in fleet.hosts[result.host].models
     if result.action in ("start", "restart") and result.model is None:
         assert result.reuse_last or (result.action == "restart" and result.host is not None)
     assert result.tp is None or 1 <= result.tp <= 64
@@ -80,7 +85,7 @@ def _assert_holds_only_inventory_values(result: DeployRequest | ParseError) -> N
     assert result.context_length is None or 1 <= result.context_length <= 10_000_000
     assert result.quantization is None or result.quantization in QUANTIZATION_METHODS
     if result.gpus is not None:
-        count = FLEET.hosts[result.host].gpu_count if result.host else None
+        count = fleet.hosts[result.host].gpu_count if result.host else None
         assert result.gpus and result.gpus == sorted(set(result.gpus))
         assert all(0 <= g < (count or 64) for g in result.gpus)
         assert result.tp is None or result.tp == len(result.gpus)
@@ -109,22 +114,39 @@ def test_shell_syntax_anywhere_in_any_text_is_never_a_request(text: str, payload
         assert result.kind == "unsafe_input", result
 
 
+FLEET_2_WORDS = (
+    FLEET_2.model_names() + list(FLEET_2.hosts)
+    + ["math", "vision", "vl", "distill", "coder", "mini", "nemo", "r1", "gpu3", "gpu 3", "node a", "rtx\u2014box"]
+    + ["put", "host", "load", "swap", "switch", "move", "from", "drafter", "dflash", "draft", "flash", "attention"]
+    + ["who's", "using", "any", "free", "\u2212", "\u00a0", "\u2011", "awq", "everywhere", "next", "week"]
+)  # fmt: skip
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(VOCABULARY + FLEET_2_WORDS), max_size=16),
+       st.lists(st.sampled_from([" ", "", "-", ", ", "\n", ". "]), min_size=16, max_size=16))  # fmt: skip
+def test_sentences_on_the_second_fleet_hold_only_its_values(words: list[str], separators: list[str]) -> None:
+    text = "".join(word + separator for word, separator in zip(words, separators))
+    _assert_holds_only_inventory_values(parse_request(text, FLEET_2), FLEET_2)
+
+
 # ------------------------------------------------------------------------------------------ requests it can return
 
 
 @st.composite
-def requests(draw: st.DrawFn) -> DeployRequest:
-    """Any request the parser may return against FLEET."""
+def requests(draw: st.DrawFn, fleet: Inventory = FLEET) -> DeployRequest:
+    """Any request the parser may return against a fleet."""
+    hosts, models = list(fleet.hosts), fleet.model_names()
     action = draw(st.sampled_from(["start", "stop", "restart", "status", "logs"]))
-    host = draw(st.none() | st.sampled_from(HOSTS))
-    pool = FLEET.hosts[host].models if host else MODELS
+    host = draw(st.none() | st.sampled_from(hosts))
+    pool = fleet.hosts[host].models if host else models
     model = draw(st.none() | st.sampled_from(pool))
     reuse_last = action in ("start", "restart") and draw(st.booleans())
     if model is None and action == "start":
         reuse_last = True
     if model is None and action in ("stop", "restart") and not reuse_last and host is None:
-        host = draw(st.sampled_from(HOSTS))  # "stop everything" names its host
-    count = (FLEET.hosts[host].gpu_count if host else None) or 64
+        host = draw(st.sampled_from(hosts))  # "stop everything" names its host
+    count = (fleet.hosts[host].gpu_count if host else None) or 64
     gpus = draw(st.none() | st.lists(st.integers(0, count - 1), min_size=1, max_size=8, unique=True).map(sorted))
     tp = len(gpus) if gpus and draw(st.booleans()) else None if gpus else draw(st.none() | st.integers(1, 64))
     return DeployRequest(
@@ -162,6 +184,14 @@ def test_a_request_written_out_and_dressed_reads_back_the_same(data: st.DataObje
     request = data.draw(requests())
     text = data.draw(dressed(request))
     assert parse_request(text, FLEET) == request, text
+
+
+@PROPERTY
+@given(st.data())
+def test_a_request_on_the_second_fleet_written_out_and_dressed_reads_back_the_same(data: st.DataObject) -> None:
+    request = data.draw(requests(FLEET_2))
+    text = data.draw(dressed(request))
+    assert parse_request(text, FLEET_2) == request, text
 
 
 @PROPERTY
