@@ -44,6 +44,18 @@ def table(rows: list[tuple]) -> list[str]:
     return out
 
 
+def calibration(rows: list[tuple]) -> list[str]:
+    """How often a verdict is right at each stated confidence: confidence that means something."""
+    bands = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
+    out = [f"  {'confidence':16} {'verdicts':>8} {'right':>6}"]
+    for low, high in bands:
+        inside = [r for r in rows if low <= r[5] < high]
+        right = sum(r[1] == r[2] for r in inside)
+        share = f"{right / len(inside):.2f}" if inside else "-"
+        out.append(f"  [{low:.2f}, {min(high, 1.0):.2f}){'':3} {len(inside):>8} {share:>6}")
+    return out
+
+
 def report(split: Split, confusions: bool) -> float:
     rows = score(split)["rows"]
     if not rows:
@@ -61,6 +73,7 @@ def report(split: Split, confusions: bool) -> float:
     if hits:
         print(f"{split}_decisive_line_hits: {sum(hits) / len(hits):.3f} ({sum(hits)}/{len(hits)})")
     print("\n".join(table(rows)))
+    print("\n".join(calibration(rows)))
     if confusions and split == "dev":
         for name, expected, got, hit, cause, confidence in rows:
             if expected != got:

@@ -740,8 +740,10 @@ def _advise_nccl(f: Finding, s: PlanView) -> Advice:
         steps.append("NCCL needs /dev/shm: in a container run with --ipc=host or a larger --shm-size (e.g. 16g); "
                      "check `df -h /dev/shm` on the host")
     elif f.kind == "timeout":
-        steps.append("a collective timed out: one rank stalled or died first; its own error is the cause (look "
-                     "above for the first error of another rank)")
+        steps.append("a collective timed out: one rank stalled or died first and the others waited; that rank's own "
+                     "error (an OOM, an exception, a kill) is the cause. Relaunch with NCCL_DEBUG=INFO and "
+                     "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 to have it named; on several nodes check the network between "
+                     "them (NCCL_SOCKET_IFNAME)")
     else:
         steps.append("rerun with NCCL_DEBUG=INFO to see the failing call; the usual causes: /dev/shm too small in a "
                      "container (--ipc=host), GPUs without P2P (NCCL_P2P_DISABLE=1), several network interfaces "

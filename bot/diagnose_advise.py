@@ -6,7 +6,7 @@ from bot.diagnose_advice import Advice, Finding, LogLine, PlanView, category_adv
 from bot.diagnose_advice_build import advise_jit
 from bot.diagnose_advice_other import advise_other
 from bot.diagnose_advice_port import advise_port
-from bot.diagnose_advice_version import advise_architecture
+from bot.diagnose_advice_version import advise_architecture, architecture_named, version_sentence
 
 
 def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
@@ -18,4 +18,10 @@ def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
         return advise_port(f, s, lines)
     if f.category == "unsupported_architecture":
         return advise_architecture(f, s)
-    return category_advice(f, s, lines)
+    steps, fix = category_advice(f, s, lines)
+    if f.category == "speculative_config_invalid":
+        # The release that added MTP drafting for this architecture, when the compatibility table knows it.
+        sentence = version_sentence(architecture_named(f, s), s, mtp=True)
+        if sentence:
+            steps = [step for step in steps if "may predate MTP support" not in step] + [sentence]
+    return steps, fix
