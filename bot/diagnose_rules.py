@@ -235,11 +235,11 @@ RULES: tuple[Rule, ...] = (
          "one request at the full context length {0} needs more KV cache than is left", kind="context"),
     Rule("cuda_graph_capture_failed", "cuda_graph_oom",
          _r(r"Capture (?:piecewise )?cuda ?graph failed|operation not permitted when stream is capturing"
-            r"|cudaErrorStreamCaptureInvalidated"),
+            r"|cudaErrorStreamCapture\w{1,40}"),
          80, 0.85, "CUDA graph capture failed", kind="capture"),
     Rule("cuda_oom", OOM,
          _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
-            r"|HIP out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"),
+            r"|(?:HIP|NPU|XPU|MUSA) out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"),
          70, 0.8, "CUDA out of memory",
          exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
     # ------------------------------------------------------------------ multi-GPU communication

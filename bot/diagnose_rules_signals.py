@@ -133,6 +133,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,
          "at this TP a quantized weight cannot be split evenly (its group size does not divide the slice)",
          kind="block"),
+    # "Invalid repository ID or local directory" for an id of the Hub's org/name form (not a path): the config probe
+    # could not query the Hub (vllm-project/vllm#13510 and the '[V1] Misleading Error Messages' thread).
+    Rule("repo_id_not_reachable", "hub_access",
+         r(r"Invalid repository ID or local directory specified: '([\w.-]{1,100}/[\w.-]{1,100})'"), 81, 0.7,
+         "the engine could not query the Hub for {0} (offline, a proxy, or a gated/private repo)", kind="network"),
     Rule("no_config_format", "model_files_missing_or_corrupt",
          r(r"Could not detect config format|no config file found|Ensure your model has either config\.json"
            r"|No supported config format found in"), 81, 0.85,

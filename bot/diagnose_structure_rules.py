@@ -57,6 +57,11 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("unrecognized_model", "model_files_missing_or_corrupt", r"^ValueError$", 70, 0.75,
        "the model folder's config.json has no usable model_type ({0})", kind="path",
        message=r"^Unrecognized model in"),
+    # Engines import optional kernel packages in try/except; the first call then fails with a NameError on the
+    # package's name (sgl-project/sglang#37105: "name 'deep_gemm' is not defined").
+    _s("guarded_import_missing", "missing_dependency", r"^NameError$", 58, 0.6,
+       "a kernel package the engine imports optionally is missing, and this code path needs it ({0})", kind="module",
+       message=r"^name '[a-z][a-z0-9]{1,30}(?:_[a-z0-9]{1,30}){0,4}' is not defined"),
     _s("registry_failed", "unsupported_architecture", r".", 60, 0.65,
        "the engine's model registry could not load this architecture ({0})", kind="inspect",
        frames=r"/models/registry\.py", depth=3),
