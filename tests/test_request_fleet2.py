@@ -321,3 +321,21 @@ def test_a_word_of_several_folders_is_ambiguous_not_unknown() -> None:
     assert isinstance(error, ParseError) and error.kind == "ambiguous_model"
     assert "Yi-1.5-34B-Chat" in error.message and "internlm2_5-7b-chat" in error.message
     assert parse_request("start qwen 14b on jupiter", QUANTIZED).kind == "ambiguous_model"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("start qwen3.6 on ct129 w/ the dflash drafter pls", "('w/ the dflash drafter')"),
+        ("start Qwen3.6-27B on CT129 with spec decode using a small draft model", "('using a small draft model')"),
+        ("start Qwen3.6-27B on CT129 with eagle3 drafter Qwen3-8B-EAGLE3 now", "('with eagle3 drafter Qwen3-8B-EAGLE3')"),
+    ],
+)
+def test_the_drafter_phrase_is_quoted_as_written_and_no_further(text: str, quoted: str) -> None:
+    error = parse_request(text, FLEET)
+    assert isinstance(error, ParseError) and error.kind == "invalid_value" and quoted in error.message
+
+
+def test_a_count_of_a_gpu_model_is_the_tp() -> None:
+    got = parse_request("start mistral on ct130 with 4 x 4090", FLEET)
+    assert got == DeployRequest(action="start", model="Mistral-Small-3.2-24B-Instruct-2506", host="CT130", tp=4)

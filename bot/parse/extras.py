@@ -34,7 +34,7 @@ class ExtrasMixin(ReaderState):
     def refuse_drafters(self) -> None:
         """"with the dflash drafter", "draft model X", "eagle3": a separate draft model is not supported yet."""
         for match in self.matches(DRAFTER):
-            lead = DRAFTER_LEAD.search(self.low[: match.start()])
+            lead = DRAFTER_LEAD.search(self.view()[: match.start()])
             start = lead.start() if lead else match.start()
             tail = DRAFTER_TAIL.match(self.low[match.end() :])
             end = match.end() + (tail.end() if tail else 0)

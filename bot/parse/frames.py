@@ -66,10 +66,15 @@ DRAFTER = re.compile(
     r"|n[-_ ]?gram(?:\s+spec\w*)?|suffix[-_ ]decoding)(?![a-z0-9_])"
 )
 #: Where a drafter phrase starts: "with the ...", "using our ...".
-DRAFTER_LEAD = re.compile(r"(?:(?:\b(?:with|using|via|plus|and|without|no|not)|w/o|w/)\s+)?(?:(?:the|our|a|an|its|my|some)\s+)?$")
+DRAFTER_LEAD = re.compile(
+    r"(?:(?:\b(?:with|using|via|plus|and|without|no|not)|w/o|w/)\s+(?:(?:the|our|a|an|its|my|some)\s+)?"
+    r"(?:[a-z][a-z0-9.-]*\s+){0,2}|\b(?:the|our|a|an|its|my|some)\s+)?$"
+)  # read on the text not yet understood, so a host or model name before it is never part of the phrase
 #: What may follow the drafter word as part of the same phrase: "drafter foo", "draft model Qwen2.5-0.5B".
-DRAFTER_TAIL = re.compile(r"^(?:[\s:=-]*(?:model|head|heads|drafter))?(?:[\s:=]+(?!on\b|at\b|to\b|with\b|and\b|using\b)"
-                          r"[a-z0-9][a-z0-9._/-]*)?")
+DRAFTER_TAIL = re.compile(
+    r"^(?:[\s:=-]*(?:model|head|heads|drafter))?"
+    r"(?:[\s:=]+(?!(?:on|at|to|with|and|using|please|pls|plz|thanks|thx|ty|asap|now|too|instead)\b)[a-z0-9][a-z0-9._/-]*)?"
+)
 
 
 def lead_position(tokens: list[str], i: int) -> bool:

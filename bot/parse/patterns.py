@@ -45,6 +45,8 @@ _TP = [
     ),
     re.compile(rf"{_L}(?P<n>{_NUMWORD})[- ]?(?:way|x)\s+(?:tensor[-_ ]?parallel\w*|tp){_R}"),
     re.compile(rf"{_L}(?:a\s+)?(?P<n>{_NUMWORD})\s*(?:x\s+)?{_GPU_NOUN}{_R}"),
+    # "4 x 4090", "2x A6000", "8 × H100": a count of a GPU model ("8x7b" is a Mixtral size, not this)
+    re.compile(rf"{_L}(?P<n>\d{{1,2}})\s*[x×]\s*(?:nvidia\s+)?(?:[a-z]{{1,3}}\d{{2,4}}[a-z]{{0,2}}|\d{{4}})s?{_R}"),
 ]
 _ALL_GPUS = re.compile(
     rf"{_L}(?P<which>both|all|every)(?:\s+(?:of\s+)?(?:the|its|their|our))?(?:\s+(?P<n>{_NUMWORD}))?\s+{_GPU_NOUN}{_R}"
