@@ -45,7 +45,6 @@ async def child(raw_config: dict, expected: dict, db: str, late_host: str, late_
     import asyncssh
 
     from bot.config import Secrets, expand, parse_config
-    from bot.models import DeployRequest
     from bot.pipeline import Pipeline
     from bot.probe import agent_source
     from bot.remote import remote_command
@@ -90,24 +89,29 @@ async def child(raw_config: dict, expected: dict, db: str, late_host: str, late_
 
         # A folder copied onto one host after the round: found by the next request that names it.
         Path(late_dir, LATE_MODEL).symlink_to(Path(source, LATE_MODEL))
-        request = f"start {LATE_MODEL} on {late_host}"
-        times = []
-        for _ in range(repeats):
-            pipeline.store.save_host_view_sync(views[late_host])  # forget it again: the name is unknown once more
-            started = time.perf_counter()
-            parsed = await pipeline.parse(request)
-            times.append(time.perf_counter() - started)
-            assert isinstance(parsed, DeployRequest) and parsed.model == LATE_MODEL, parsed
-        known = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            await pipeline.parse(request)  # now known: no probe at all
-            known.append(time.perf_counter() - started)
-        out["unknown_name_s"] = statistics.median(times)
-        out["known_name_s"] = statistics.median(known)
+        out["unknown_name_s"], out["known_name_s"] = await name_times(pipeline, views[late_host], repeats)
     finally:
         await pipeline.close()
     return out
+
+
+async def name_times(pipeline, old_view, repeats: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Median seconds to read a request naming the late model: while unknown (one probe, read again), then known."""
+    from bot.models import DeployRequest
+
+    request = f"start {LATE_MODEL} on {old_view.host}"
+    unknown, known = [], []
+    for _ in range(repeats):
+        pipeline.store.save_host_view_sync(old_view)  # forget it again: the name is unknown once more
+        started = time.perf_counter()
+        parsed = await pipeline.parse(request)
+        unknown.append(time.perf_counter() - started)
+        assert isinstance(parsed, DeployRequest) and parsed.model == LATE_MODEL, parsed
+    for _ in range(repeats):
+        started = time.perf_counter()
+        await pipeline.parse(request)  # now known: no probe at all
+        known.append(time.perf_counter() - started)
+    return statistics.median(unknown), statistics.median(known)
 
 
 def layout(work: Path, hosts: int, sim) -> tuple[list[dict], dict[str, list[str]]]:  # type: ignore[no-untyped-def]

@@ -222,10 +222,23 @@ def cmd_help(args: argparse.Namespace) -> int:
 
     try:
         config = _config(args)
-        print(help_text(Inventory.from_config(config)))
+        print(help_text(Inventory.from_config(config, _probed_models(args))))
     except ConfigError:
         print("deploybot: no config found; see README.md. Example: deploybot ask \"start Qwen3.6-27B on CT129\"")
     return 0
+
+
+def _probed_models(args: argparse.Namespace) -> dict[str, list[str]]:
+    """What the last probes listed (so help's examples name discovered models, as in Slack); none without a store."""
+    from bot.store import default_db_path
+
+    if not Path(args.db or default_db_path()).exists():
+        return {}
+    store = _store(args)
+    try:
+        return store.known_models_sync()
+    finally:
+        store.close()
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ folder (the one refs/main names); `deploybot probe` stores what it saw; an unrea
 
 from __future__ import annotations
 
+import random
 import shlex
 
 import yaml
@@ -29,7 +30,14 @@ def no_models_config(sshd, simhost) -> dict:
     host = {**simhost.host_config(), **sshd.host_overrides()}
     host.pop("models")
     host.pop("gpus")
-    return {"hosts": {"CT129": host}, "policy": {"min_margin_gib": 0.5}, "slack": {"excerpt_interval_s": 0.2}}
+    return {"hosts": {"CT129": host}, "policy": {"min_margin_gib": 0.5, "port_range": free_port_range()},
+            "slack": {"excerpt_interval_s": 0.2}}
+
+
+def free_port_range() -> list[int]:
+    """A port range of this test's own: other test runs on the machine launch on the default 30000-30999."""
+    base = random.randrange(20000, 29900, 100)
+    return [base, base + 99]
 
 
 def _cmdline(pid: int) -> list[str]:

@@ -7,6 +7,7 @@ app.yaml and known_hosts stay byte-identical.
 
 from __future__ import annotations
 
+import random
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,7 @@ hosts:
     models_dir: /srv/models  # where the weights live
 policy:
   min_margin_gib: 0.5
+  port_range: [PORTS]  # a range of its own: other test runs launch on the default one
 """
 
 
@@ -62,7 +64,8 @@ def add_args(server, tmp_path: Path, *extra: str) -> list[str]:
 
 async def test_right_fingerprint_onboards_and_the_next_request_deploys(home_host, tmp_path, capsys):
     host, server = home_host
-    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML)
+    base = random.randrange(20000, 29900, 100)
+    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML.replace("PORTS", f"{base}, {base + 99}"))
     code = await _main(add_args(server, tmp_path, "--trust", fingerprint_of(server)))
     out = capsys.readouterr().out
     assert code == 0, out
@@ -93,7 +96,7 @@ async def test_right_fingerprint_onboards_and_the_next_request_deploys(home_host
 
 async def test_wrong_fingerprint_refuses_and_writes_nothing(home_host, tmp_path, capsys):
     _, server = home_host
-    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML)
+    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML.replace("PORTS", "30000, 30999"))
     (tmp_path / "known_hosts").write_text("example.org ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
     before = {p: p.read_bytes() for p in (tmp_path / "app.yaml", tmp_path / "known_hosts")}
     wrong = "SHA256:" + "A" * 43
@@ -114,7 +117,7 @@ async def test_no_fingerprint_and_no_terminal_refuses_with_the_fingerprint_to_ch
 
 
 async def test_a_name_already_in_app_yaml_is_refused_before_connecting(tmp_path, capsys):
-    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML)
+    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML.replace("PORTS", "30000, 30999"))
     before = (tmp_path / "app.yaml").read_bytes()
     code = await _main(["host", "add", "old-box", "127.0.0.1:1", "--config", str(tmp_path / "app.yaml"),
                         "--db", str(tmp_path / "s.db"), "--trust", "SHA256:x"])
