@@ -67,6 +67,15 @@ def _first_step(f: Finding, s: PlanView) -> str:
     if f.kind == "import_warning":
         return "an import failed earlier (quoted) and the crash is most likely its consequence: fix that install " \
                "first (a compiled package built for another torch/CUDA, or a missing module)"
+    if f.kind == "disk_full":
+        return "free space on the disk the engine wrote to (`df -h` on the host: the model folder, HF_HOME, the JIT " \
+               "caches under ~/.cache, /tmp), or point HF_HOME / TMPDIR at a larger disk, then relaunch"
+    if f.kind == "fd_limit":
+        return "raise the open-files limit of the engine's process (ulimit -n 65536 in its shell, LimitNOFILE= in a " \
+               "systemd unit, --ulimit nofile=65536:65536 for docker), then relaunch"
+    if f.kind == "proxy":
+        return "the host's HTTP proxy intercepted the server's own warm-up request: add the server's address to " \
+               "no_proxy / NO_PROXY (e.g. no_proxy=localhost,127.0.0.1,0.0.0.0) in the engine's environment"
     if f.kind == "signal":
         return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
     structure = f.structure
@@ -82,7 +91,7 @@ def advise_other(f: Finding, s: PlanView) -> Advice:
     unsure = _unsure_step(f)
     if unsure:
         steps.append(unsure)
-    if f.kind not in ("transformers_too_new", "import_warning"):
+    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy"):
         steps.append(_search_step(f, s))
     fix: Fix | None = None
     if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):

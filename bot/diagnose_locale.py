@@ -4,7 +4,8 @@ A shell reports a child killed by SIGKILL with ``strsignal(SIGKILL)`` ("Killed")
 ``strerror(EADDRINUSE)`` ("Address already in use"): both are translated by glibc for the host's locale, so a German
 host prints "Getötet" and "Die Adresse wird bereits verwendet", a Chinese one "已杀死" and "地址已在使用". The
 strings below were read from glibc's own message catalogues (``/usr/share/locale/*/LC_MESSAGES/libc.mo``, msgids
-"Killed", "Address already in use", "Segmentation fault", "Cannot allocate memory"), not guessed; English first.
+"Killed", "Address already in use", "Segmentation fault", "Cannot allocate memory",
+"No space left on device", "Permission denied"), not guessed; English first.
 """
 
 from __future__ import annotations
@@ -60,6 +61,35 @@ NO_MEMORY_WORDS: tuple[str, ...] = (
 )
 
 
+#: strerror(ENOSPC) by locale (glibc libc.mo, msgid "No space left on device").
+NO_SPACE_WORDS: tuple[str, ...] = (
+    "No space left on device", "Няма месца на прыладзе", "Няма свободно място на устройството",
+    "No resta espai al dispositiu", "Na zařízení není volné místo", "Ikke mere plads på enheden",
+    "Auf dem Gerät ist kein Speicherplatz mehr verfügbar", "Δεν έμεινε καθόλου χώρος στη συσκευή",
+    "Ne haviĝas plu da spaco sur aparato", "No queda espacio en el dispositivo", "Laitteella ei ole tilaa jäljellä",
+    "Aucun espace disponible sur le périphérique", "Non hai espacio libre no dispositivo",
+    "Nema više prostora na uređaju", "Nincs több hely a lemezen", "Tidak ruang lagi diperangkat",
+    "Spazio esaurito sul device", "デバイスに空き領域がありません", "장치에 남은 공간이 없음", "Įrenginyje neliko vietos",
+    "Ikke mer plass på enheten", "Geen ruimte meer over op apparaat", "Brak miejsca na urządzeniu",
+    "Sem espaço livre no dispositivo", "Não há espaço disponível no dispositivo",
+    "На устройстве не осталось свободного места", "Na zariadení už nie je žiadne miesto",
+    "Na napravi ni več prostora", "Није преостало простора на уређају", "Enheten är full",
+    "Aygıt üzerinde boş yer yok", "Недостатньо місця на пристрої", "Không có đủ chỗ trống trên thiết bị", "设备上没有空间",
+    "裝置上已無多餘空間",
+)
+
+
+#: strerror(EACCES) by locale (glibc libc.mo, msgid "Permission denied").
+PERMISSION_DENIED_WORDS: tuple[str, ...] = (
+    "Permission denied", "бракуе правоў", "Отказан достъп", "S’ha denegat el permís", "Operace zamítnuta",
+    "Adgang nægtet", "Keine Berechtigung", "Άρνηση πρόσβασης", "Mankas permeso", "Permiso denegado", "Lupa evätty",
+    "Permission non accordée", "Pristup je odbijen", "Engedély megtagadva", "Ijin ditolak", "Permesso negato",
+    "許可がありません", "허가 거부", "Ikke tilgang", "Toegang geweigerd", "Brak dostępu", "Permissão recusada",
+    "Permissão negada", "Отказано в доступе", "Prístup odmietnutý", "Овлашћење је одбијено", "Åtkomst nekas",
+    "Erişim engellendi", "Відмовлено у доступі", "Không đủ quyền truy cập", "权限不够", "拒絕不符權限的操作",
+)
+
+
 def alternation(words: tuple[str, ...]) -> str:
     """A regex alternation of literal words, longest first (so "Zabit (SIGKILL)" wins over "Zabit")."""
     return "(?:" + "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True)) + ")"
@@ -69,3 +99,5 @@ KILLED = alternation(KILLED_WORDS)
 ADDRESS_IN_USE = alternation(ADDRESS_IN_USE_WORDS)
 SEGFAULT = alternation(SEGFAULT_WORDS)
 NO_MEMORY = alternation(NO_MEMORY_WORDS)
+NO_SPACE = alternation(NO_SPACE_WORDS)
+PERMISSION_DENIED = alternation(PERMISSION_DENIED_WORDS)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from bot.diagnose_rule import Rule, r
+from bot.diagnose_rules_optional import OPTIONAL_IMPORT
 from bot.diagnose_rules_signals import SIGNAL_RULES
 
 #: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
@@ -32,12 +33,6 @@ CONTEXT_LINES = 12
 
 
 _r = r
-
-
-#: Engines report optional imports that failed and carry on (SGLang: "Ignore import error when loading
-#: sglang.srt.models.x: No module named ..."; "torchcodec is not installed; audio inputs will fail at request time").
-OPTIONAL_IMPORT = _r(r"Ignore import error|will fail at request time|fall(?:ing)? ?back|\boptional\b"
-                     r"|is not installed,? (?:so|using|skipping)")
 
 
 RULES: tuple[Rule, ...] = (
@@ -141,9 +136,9 @@ RULES: tuple[Rule, ...] = (
          _r(r"(?:RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError|LocalEntryNotFoundError"
             r"|OfflineModeIsEnabled|We couldn't connect to 'https://huggingface\.co')"
             r"|Failed to resolve '(?:huggingface\.co|hf-mirror\.com|cdn-lfs[\w.-]*)'"
-            r"|huggingface\.co[^\n]{0,300}(?:Max retries exceeded|timed out|NameResolutionError|name resolution"
+            r"|(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)[^\n]{0,300}(?:Max retries exceeded|timed out|NameResolutionError|name resolution"
             r"|Connection refused|401 Client Error|403 Client Error|429 Client Error)"
-            r"|(?:401|403|429) Client Error[^\n]{0,200}huggingface\.co"),
+            r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf\.co|hf-mirror\.com)"),
          75, 0.85, "the engine tried to reach the model hub (huggingface.co) and could not", kind="network"),
     # ------------------------------------------------------------------ software install
     Rule("module_missing", "missing_dependency", _r(r"No module named '([\w.]+)'"), 72, 0.9,

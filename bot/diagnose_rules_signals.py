@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_locale import ADDRESS_IN_USE, KILLED, NO_MEMORY
+from bot.diagnose_locale import ADDRESS_IN_USE, KILLED, NO_MEMORY, NO_SPACE, PERMISSION_DENIED, SEGFAULT
 from bot.diagnose_rule import Rule, r
+from bot.diagnose_rules_optional import OPTIONAL_IMPORT
 
 #: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
 _ARCH = r"\[?'?[A-Z]\w{0,80}(?:For[A-Z]\w{0,60}|Model|LMHeadModel)'?\]?"
@@ -52,7 +53,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)|^zsh: killed\s"),
          25, 0.55, "the engine was killed (SIGKILL) by the system: most often the host OOM killer", kind="bare_kill"),
     Rule("container_oom", "host_oom_killed",
-         r(r"\bOOMKilled\b|code=killed, status=9/KILL|exited with code 137\b|Exit code: 137\b"), 35, 0.65,
+         r(r"\bOOMKilled\b|code=killed, status=9/KILL|exited with code 137\b|Exit code:\s{0,20}137\b"), 35, 0.65,
          "the container or service was killed with SIGKILL (exit 137): its memory limit or the host OOM killer",
          any_level=True),
     # The OS refused memory (ENOMEM): host RAM ran out without the OOM killer firing (an mmap of a shard, a fork).
@@ -64,6 +65,18 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"Ray killed this worker|exceeds the memory usage threshold|Task was killed due to the node running low on"
            r" memory|killed due to memory pressure"), 72, 0.8, "Ray's memory monitor killed a worker: host RAM reached its threshold",
          any_level=True),
+    # A native crash as the shell reports it, in the host's locale (strsignal(SIGSEGV)).
+    Rule("segfault_locale", "other", re.compile(SEGFAULT), 35, 0.55,
+         "the engine crashed in native code (segmentation fault)", kind="segfault", any_level=True),
+    # The disk filled up (a download, the JIT / compile cache, the log); /dev/shm is NCCL's (nccl_shm).
+    Rule("disk_full", "other", re.compile(NO_SPACE + r"|\[Errno 28\]|ENOSPC|StorageFull"), 82, 0.8,
+         "a disk ran full (ENOSPC) while the engine wrote to it (a download, a cache, the log)", kind="disk_full",
+         exclude=r(r"/dev/shm|shared memory")),
+    # The model's own files cannot be read by the engine's user (a mount owned by another user, a root-only copy).
+    Rule("model_permission", "model_files_missing_or_corrupt",
+         re.compile(r"(?:" + PERMISSION_DENIED + r"|\[Errno 13\])[^\n]{0,40}'([^'\n]{0,300}(?:\.safetensors|config\.json"
+                    r"|\.bin|tokenizer\w{0,20}\.\w{1,10}|/models?/[^'\n]{0,200}))'"), 74, 0.8,
+         "the engine may not read the model's files ({0}): a permission problem on the folder", kind="permission"),
     # ------------------------------------------------------------------ the linker and compilers of a JIT build
     Rule("linker_missing_library", "jit_compile_failure",
          r(r"\bld(?:\.\w{1,10})?: cannot find -l([\w.+-]{1,80})|\bld(?:\.\w{1,10})?: cannot find ([^\s:]{1,200})"),
@@ -124,6 +137,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("remote_fetch_failed", "hub_access",
          r(r"failed to download or load vocab file|Failed to load Harmony encoding"), 70, 0.75, "the engine could not download a file it needs at start (no Internet access?)",
          kind="network", any_level=True),
+    # A class or module transformers lacks: the installed transformers predates the model ("cannot import name
+    # 'Qwen3VLForConditionalGeneration' from 'transformers'", "No module named 'transformers.models.qwen3_vl'").
+    Rule("transformers_lacks_class", "transformers_too_old",
+         r(r"cannot import name '(\w{1,80})' from 'transformers(?:\.[\w.]{1,80})?'|No module named "
+           r"'(transformers\.models\.\w{1,80})'"), 74, 0.85,
+         "the installed transformers has no {0}{1}: it predates this model", exclude=OPTIONAL_IMPORT),
     # ------------------------------------------------------------------ engine checks of the model and its files
     Rule("context_over_model_limit", "bad_argument",
          r(r"User-specified max_model_len \((\d{1,9})\) is greater than the derived max_model_len"

@@ -31,6 +31,8 @@ _AFTER_FRAMES = re.compile(r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Za-z_]\w{0,80})(?:
 #: An exception line anywhere: the class name must say it is one.
 _STANDALONE = re.compile(
     r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure))(?:: ?(.*))?$")
+#: An exception pasted as its repr: ValueError("type fp8e4nv not supported in this architecture ...").
+_REPR = re.compile(r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception))\((['\"])(.{0,2000})\2\)$")
 #: How long (lines) frames wait for their exception line while other processes' lines interleave.
 FRAME_PATIENCE = 60
 
@@ -200,7 +202,8 @@ def _exception(text: str, stack: _Stack, pos: int) -> tuple[str, str, bool] | No
     recent = bool(stack.frames) and pos - stack.frames_at <= FRAME_PATIENCE
     match = (_AFTER_FRAMES if recent else _STANDALONE).match(text)
     if match is None:
-        return None
+        pasted = _REPR.match(text)
+        return (pasted.group(1), pasted.group(3), recent) if pasted else None
     if recent and not ("." in match.group(1) or match.group(2) is not None or match.group(1)[:1].isupper()):
         return None
     return match.group(1), (match.group(2) or "").strip(), recent

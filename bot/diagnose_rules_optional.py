@@ -1,0 +1,10 @@
+"""Optional imports an engine reports and carries on from: never a missing dependency."""
+
+from __future__ import annotations
+
+from bot.diagnose_rule import r
+
+#: Engines report optional imports that failed and carry on (SGLang: "Ignore import error when loading
+#: sglang.srt.models.x: No module named ..."; "torchcodec is not installed; audio inputs will fail at request time").
+OPTIONAL_IMPORT = r(r"Ignore import error|will fail at request time|fall(?:ing)? ?back|\boptional\b"
+                    r"|is not installed,? (?:so|using|skipping)")

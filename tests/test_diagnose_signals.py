@@ -1,0 +1,66 @@
+"""Engine-independent signals the diagnoser reads whatever the engine prints around them: the OS (disk full,
+permission, out of memory, file descriptors, a native crash, in the host's locale), Kubernetes' kill report, other
+accelerators' out-of-memory wording, and transformers lacking a model class. Each log is written from the real
+message of a public thread (cited), not from the corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose, diagnosis_text
+
+CASES = [
+    # huggingface/diffusers#4957 (a download filling HF_HOME); the Rust io error form from hiyouga/LlamaFactory#5155.
+    ("other", "No space left on device", "disk_full",
+     "OSError: [Errno 28] No space left on device: '/root/.cache/huggingface/hub/models--Qwen--Qwen3-32B/blobs/x'\n"),
+    ("other", "StorageFull", "disk_full",
+     'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: '
+     '"No space left on device" })\n'),
+    # glibc's German strerror(ENOSPC), as a German host prints it.
+    ("other", "kein Speicherplatz", "disk_full",
+     "OSError: [Errno 28] Auf dem Gerät ist kein Speicherplatz mehr verfügbar: '/tmp/flashinfer/x.so'\n"),
+    # A model folder the engine's user may not read (EACCES on a shard).
+    ("model_files_missing_or_corrupt", "Permission denied", "permission",
+     "PermissionError: [Errno 13] Permission denied: '/models/Qwen3-32B/model-00001-of-00017.safetensors'\n"),
+    # sgl-project/sglang (arbor#48): a Rust router's panic on EMFILE.
+    ("other", "Too many open files", "fd_limit",
+     'called `Result::unwrap()` on an `Err` value: Os { code: 24, kind: Uncategorized, message: "Too many open '
+     'files" }\n'),
+    # kubectl describe of a pod whose container the kernel killed.
+    ("host_oom_killed", "OOMKilled", None, "    Last State:     Terminated\n      Reason:       OOMKilled\n"
+                                           "      Exit Code:    137\n"),
+    # vllm-project/vllm-ascend: the NPU's own OOM wording while creating weights.
+    ("gpu_oom_weights", "NPU out of memory", None,
+     '  File "/usr/local/python3.10/site-packages/vllm/model_executor/layers/linear.py", line 180, in create_weights\n'
+     "    weight = Parameter(torch.empty(\n"
+     "RuntimeError: NPU out of memory. Tried to allocate 22.00 MiB (NPU 4; 60.97 GiB total capacity)\n"),
+    # QwenLM/Qwen3-VL#1018, Granddyser/qwen3-vl-comfy-ui#2: the class is newer than the installed transformers.
+    ("transformers_too_old", "cannot import name 'Qwen3VLForConditionalGeneration'", None,
+     "ImportError: cannot import name 'Qwen3VLForConditionalGeneration' from 'transformers' "
+     "(/venv/lib/python3.10/site-packages/transformers/__init__.py)\n"),
+    ("transformers_too_old", "No module named 'transformers.models.qwen3_vl'", None,
+     "ModuleNotFoundError: No module named 'transformers.models.qwen3_vl'\n"),
+    # A native crash reported by a French shell (glibc strsignal(SIGSEGV)).
+    ("other", "Erreur de segmentation", "segfault",
+     "./serve.sh: ligne 4: 9121 Erreur de segmentation  (core dumped) python3 -m sglang.launch_server\n"),
+]
+
+
+@pytest.mark.parametrize(("category", "decisive", "kind", "log"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_engine_independent_signal(category, decisive, kind, log):
+    result = diagnose(log, exit_code=1)
+    assert result.category == category, diagnosis_text(result)
+    assert decisive in " ".join(e.text for e in result.evidence)
+    assert result.next_steps
+
+
+def test_disk_full_steps_name_the_disks_to_check_not_the_log():
+    steps = diagnose(CASES[0][3], exit_code=1).next_steps
+    assert "df -h" in steps[0] and "HF_HOME" in steps[0]
+
+
+def test_optional_transformers_import_notice_is_not_a_crash():
+    # SGLang logs models it skips because transformers lacks them, then starts (SGLang docs build output).
+    log = ("[2026-03-13 21:35:18] Ignore import error when loading sglang.srt.models.glm_ocr: No module named "
+           "'transformers.models.glm_ocr'\n[2026-03-13 21:36:40] The server is fired up and ready to roll!\n")
+    assert diagnose(log).category == "none"
