@@ -141,7 +141,8 @@ async def onboard(
         login = HostConfig.model_validate({**entry, "known_hosts": str(scratch), "python": "python3", "models_dir": "~"})
         remote = SshRemote(name, login, connect_attempts=2)
         try:
-            found = await run_agent(remote, "python3", "discover_agent", {}, timeout=180)
+            # The system python3 looks around; an interpreter named with --python does, when there is none.
+            found = await run_agent(remote, python or "python3", "discover_agent", {}, timeout=180)
             env = choose_env(found.get("envs", []), python)
             models_dir, extra = choose_models_dirs(found.get("models_dirs", []))
             entry.update(python=env["python"], models_dir=models_dir)
@@ -153,7 +154,8 @@ async def onboard(
         finally:
             await remote.close()
     except ProbeFailed as exc:
-        raise OnboardError(f"{exc}; nothing was written. Check that python3 is installed on the host") from None
+        raise OnboardError(f"{exc}; nothing was written. The host needs a python3 on its PATH for discovery, "
+                           f"or name the engine interpreter with --python PATH") from None
     finally:
         scratch.unlink(missing_ok=True)
     view = HostView.from_facts(facts, python=env["python"])

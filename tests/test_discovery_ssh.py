@@ -124,6 +124,10 @@ def test_probe_command_stores_what_it_saw_and_parse_then_resolves(sshd, simhost,
     assert cli_main(["host", "list", "--config", str(config_path), "--db", db]) == 0
     listing = capsys.readouterr().out
     assert "GPU 0 NVIDIA RTX A6000 48 GiB" in listing and "sglang 0.5.10" in listing and "Qwen3-32B" in listing
+    simhost.add_hf_model("mistralai/Mistral-7B-Instruct-v0.3")
+    assert "Mistral" not in listing
+    assert cli_main(["host", "list", "--refresh", "--config", str(config_path), "--db", db]) == 0
+    assert "Mistral-7B-Instruct-v0.3 (HF cache mistralai/Mistral-7B-Instruct-v0.3@" in capsys.readouterr().out
 
 
 async def test_fleet_probe_stores_every_view_and_a_dead_host_keeps_its_last(sshd, simhost, tmp_path):
