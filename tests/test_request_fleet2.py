@@ -339,3 +339,15 @@ def test_the_drafter_phrase_is_quoted_as_written_and_no_further(text: str, quote
 def test_a_count_of_a_gpu_model_is_the_tp() -> None:
     got = parse_request("start mistral on ct130 with 4 x 4090", FLEET)
     assert got == DeployRequest(action="start", model="Mistral-Small-3.2-24B-Instruct-2506", host="CT130", tp=4)
+
+
+@pytest.mark.parametrize(
+    ("text", "expect"),
+    [
+        ("statr mixtral on node-a", DeployRequest(action="start", model="Mixtral-8x7B-Instruct-v0.1", host="node-a")),
+        ("status k8s gpu pool a 1", DeployRequest(action="status", host="k8s-gpu-pool-a-1")),
+    ],
+)
+def test_swapped_letters_and_long_host_names(text: str, expect: DeployRequest) -> None:
+    fleet = Inventory(hosts={**FLEET_2.hosts, "k8s-gpu-pool-a-1": InventoryHost(name="k8s-gpu-pool-a-1")})
+    assert parse_request(text, fleet) == expect

@@ -118,6 +118,8 @@ class ActionMixin(ReaderState):
             close = [(w, a) for w, a in _ACTION_WORDS.items() if len(w) >= 4 and OSA.distance(token, w) <= 1]
             if len({a for _, a in close}) > 1:  # "strat": start (swapped letters) over stats (a dropped one)
                 close = [(w, a) for w, a in close if len(w) == len(token)]
+            if len({a for _, a in close}) > 1:  # "statr": start (two letters swapped) over stats (one changed)
+                close = [(w, a) for w, a in close if sorted(w) == sorted(token)]
             if len({a for _, a in close}) == 1:
                 typos.add(close[0][1])
                 used.append((start, end))

@@ -125,7 +125,7 @@ class Reader(ExtrasMixin, RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin)
         spaced_gpu_hosts: list[tuple[str, _Word, _Word]] = []
         i = 0
         while i < len(words):
-            for size in range(min(3, len(words) - i), 0, -1):
+            for size in range(min(6, len(words) - i), 0, -1):  # "dgx a100 node 04"
                 group = words[i : i + size]
                 if any(not self.joinable(a, b) for a, b in zip(group, group[1:])):
                     continue
