@@ -19,6 +19,7 @@ from bot.cli_host import add_host_commands, cmd_host_add, cmd_host_list, cmd_pro
 from bot.config import AppConfig, ConfigError, Secrets, load_config
 from bot.events import RecordingThread
 from bot.models import ParseError, PlanFailure
+from bot.remote import RemoteError
 from bot.store import Store
 
 EXIT_BAD_INPUT = 2
@@ -213,7 +214,10 @@ def _parse_since(text: str) -> datetime:
     units = {"m": 60, "h": 3600, "d": 86400}
     if text[-1:] in units and text[:-1].isdigit():
         return datetime.now(timezone.utc) - timedelta(seconds=int(text[:-1]) * units[text[-1]])
-    parsed = datetime.fromisoformat(text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--since {text!r}: give an ISO time (2026-12-01T09:00) or an age (30m, 2h, 7d)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
@@ -261,6 +265,10 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- parser
+
+
+class UsageError(Exception):
+    """An option's value the command cannot use; the message says what it takes."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -360,9 +368,12 @@ def main(argv: list[str] | None = None) -> int:
         if command in ASYNC:
             return asyncio.run(ASYNC[command](args))
         return SYNC[command](args)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:
         print(f"deploybot: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RemoteError as exc:  # its message names the host and what to check
+        print(f"deploybot: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
