@@ -62,6 +62,18 @@ def test_an_incomplete_download_is_no_model(tmp_path, monkeypatch):
     assert modelfind.find_models([]) == {}
 
 
+def test_cache_entries_without_an_org_datasets_and_locks(tmp_path, monkeypatch):
+    hub = tmp_path / "hub"
+    write_hf_cache_model(hub, "gpt2", config="Qwen3-8B")  # a repo id without an organisation: models--gpt2
+    write_hf_cache_model(hub, "some/dataset", config="Qwen3-8B")
+    (hub / "models--some--dataset").rename(hub / "datasets--some--dataset")
+    (hub / ".locks" / "models--gpt2").mkdir(parents=True)
+    monkeypatch.setenv("HOME_OF_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", "$HOME_OF_CACHE/hub")  # expanded, as huggingface_hub does
+    found = modelfind.find_models([])
+    assert list(found) == ["gpt2"] and found["gpt2"]["repo"] == "gpt2"
+
+
 def test_one_name_in_two_places_keeps_both_under_distinct_names(tmp_path, monkeypatch):
     models = tmp_path / "models"
     write_model_folder(models, "Qwen3-8B")

@@ -7,9 +7,10 @@ Two layouts are recognised in every folder searched:
   that `refs/main` names (huggingface_hub's file_download.py writes refs/<revision> with the commit hash and
   the files under snapshots/<commit hash>/, each a symlink into ../../blobs/).
 
-The hub caches searched are the one huggingface_hub itself would use (its constants.py: HF_HUB_CACHE, else
-HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; also the legacy
-HUGGINGFACE_HUB_CACHE) -- where the engine itself would look for ORG/NAME.
+The hub cache searched is the one huggingface_hub itself uses, where the engine would look for ORG/NAME
+(huggingface_hub src/huggingface_hub/constants.py: HF_HUB_CACHE, else the legacy HUGGINGFACE_HUB_CACHE, else
+HF_HOME/hub, HF_HOME defaulting to $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface; ~ and $VARS expanded).
+Its REPO_ID_SEPARATOR "--" is not allowed in repo ids, so ORG--NAME below never clashes with a real NAME.
 
 A model is named by its folder name; a hub model by NAME (and ORG/NAME is accepted when asked for). When two
 places hold the same NAME, the first folder searched keeps it and a later hub model is named ORG--NAME.
@@ -29,7 +30,7 @@ def hf_hub_dirs():
     out = []
     for folder in dirs:
         if folder:
-            folder = os.path.abspath(os.path.expanduser(folder))
+            folder = os.path.abspath(os.path.expandvars(os.path.expanduser(folder)))
             if folder not in out:
                 out.append(folder)
     return out
