@@ -59,6 +59,11 @@ MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
      0),
     ("server_up", re.compile(r"fired up and ready to roll|Application startup complete|Uvicorn running on"), 0),
 )
+#: Words every milestone line holds (checked with ``in`` before any regex runs): most lines reach no milestone.
+_MILESTONE_WORDS = ("ServerArgs", "args", "version", "eight", "load", "Load", "shards", "KV", "blocks",
+                    "max_total_num_tokens", "raph", "ready", "startup complete", "Uvicorn", "apturing")
+#: Words an exit report always holds (checked with ``in`` before the regex runs).
+_EXIT_WORDS = ("exit", "signal", "status", "Exit", "Signal", "Status", "EXIT")
 PHASE_WORDS = {
     "args_parsed": "arguments parsed", "weights_loading": "loading the weights", "weights_loaded": "weights loaded",
     "kv_allocated": "KV cache allocated", "graphs_capturing": "capturing CUDA graphs",
@@ -155,6 +160,8 @@ _SIGNALS = {9: "SIGKILL", 137: "SIGKILL", -9: "SIGKILL", 11: "SIGSEGV", 139: "SI
 def _exit_of(pos: int, text: str) -> ProcessExit | None:
     if _KILLED.search(text):
         return ProcessExit(pos, None, "SIGKILL")
+    if not any(word in text for word in _EXIT_WORDS):
+        return None
     match = _EXIT.search(text)
     if match is None:
         return None
@@ -171,6 +178,8 @@ def _exit_of(pos: int, text: str) -> ProcessExit | None:
 
 
 def _milestone_of(pos: int, text: str) -> Milestone | None:
+    if not any(word in text for word in _MILESTONE_WORDS):
+        return None
     for phase, pattern, _ in MILESTONES:
         match = pattern.search(text)
         if match:
@@ -218,7 +227,10 @@ def parse_structure(lines: list[LogLine]) -> TailStructure:
         text = line.text
         if not text:
             continue
-        stack = stacks.setdefault(_process_of(line), _Stack())
+        # Which process printed the line matters only inside tracebacks (interleaved workers).
+        tracing = line.code or text.startswith('File "') or "Traceback" in text or any(
+            st.frames for st in stacks.values())
+        stack = stacks.setdefault(_process_of(line) if tracing else "", _Stack())
         if _HEADER.search(text):
             stack.frames, stack.frames_at = [], pos
             continue
