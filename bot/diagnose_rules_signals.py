@@ -44,7 +44,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          re.compile(r"(?i:address already in use|EADDRINUSE|\[Errno 98\]|errno:? ?98\b"
                     r"|Only one usage of each socket address|\bAddress in use\b"
                     r"|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
-                    r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)|_port at \d{2,5} is not available"
+                    r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)|port\w{0,20} at \d{2,5} is not available"
                     r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address))"),
          80, 0.9, "a port the engine binds is already taken by another process"),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
@@ -95,7 +95,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"no CUDA-capable device is detected|cudaErrorNoDevice|Found no NVIDIA driver on your system"
            r"|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate"
            r"|system has unsupported display driver / cuda driver combination|CUDA unknown error - this may be due"
-           r"|the provided PTX was compiled with an unsupported toolchain"),
+           r"|the provided PTX was compiled with an unsupported toolchain|CUDA-capable device\(s\) is/are busy or unavailable"),
          80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
          kind="driver"),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
@@ -148,6 +148,15 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"User-specified max_model_len \((\d{1,9})\) is greater than the derived max_model_len"
            r"|context_length[^\n]{0,60}is (?:greater|longer) than the derived context_length"), 82, 0.9,
          "the requested context length ({0}) is longer than the model's own maximum", kind="context_over_model"),
+    Rule("batched_tokens_below_context", "bad_argument",
+         r(r"max_num_batched_tokens \((\d{1,9})\) is smaller than max_model_len \((\d{1,9})\)"), 80, 0.85,
+         "--max-num-batched-tokens {0} is smaller than --max-model-len {1} without chunked prefill",
+         kind="batched_tokens"),
+    # A bare KeyError on a model-type-like key (family name with a version digit: 'qwen2', 'gemma3', 'qwen3_moe'):
+    # transformers' CONFIG_MAPPING lookup of a model type it does not know (QwenLM/Qwen3#434).
+    Rule("model_type_keyerror", "transformers_too_old",
+         r(r"^KeyError: '([a-z]{2,20}\d[a-z0-9]{0,10}(?:_[a-z0-9]{1,20}){0,3})'$"), 52, 0.55,
+         "the installed transformers has no config class for model type '{0}' (a bare KeyError on it)"),
     Rule("quantized_shape_misaligned", "tp_not_divisible",
          r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,
          "at this TP a quantized weight cannot be split evenly (its group size does not divide the slice)",

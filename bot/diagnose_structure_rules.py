@@ -87,6 +87,11 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("validation_speculative", "speculative_config_invalid", r"ValidationError$", 70, 0.8,
        "vLLM rejected the speculative-decoding configuration ({0})", message=r"\bfor SpeculativeConfig\b"),
     # The tail may end inside a traceback (its exception line cut): a capability check on the stack still tells.
+    # vLLM validates its config classes with pydantic: "1 validation error for SchedulerConfig" + "Value error, ...".
+    _s("validation_config", "bad_argument", r"ValidationError$", 54, 0.65,
+       "vLLM rejected a launch setting ({0})",
+       message=r"\bfor (?:Scheduler|Model|Cache|Parallel|Device|Load|LoRA|Lora|Compilation|Vllm|Observability|Pooler"
+               r"|Decoding|StructuredOutputs|Kv\w{0,20}|MultiModal)Config\b"),
     _s("quantization_capability_frames", "quantization_unsupported", r"^[\w.]{0,200}$", 66, 0.7,
        "the quantization kernels check the GPU's capability and refuse it ({0})", kind="gpu",
        frames=r"/layers/quantization/[^ ]{0,200} \w{0,80} [^\n]{0,200}(?:check_\w{0,40}support|capabilit)", depth=6),

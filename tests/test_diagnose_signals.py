@@ -64,3 +64,20 @@ def test_optional_transformers_import_notice_is_not_a_crash():
     log = ("[2026-03-13 21:35:18] Ignore import error when loading sglang.srt.models.glm_ocr: No module named "
            "'transformers.models.glm_ocr'\n[2026-03-13 21:36:40] The server is fired up and ready to roll!\n")
     assert diagnose(log).category == "none"
+
+
+@pytest.mark.parametrize(("category", "line"), [
+    # SGLang's port wait (python/sglang/srt/utils.py: "{port_name} is used by a process already").
+    ("port_in_use", "ValueError: port_base at 30234 is not available in 30 seconds. port_base is used by a process "
+                    "already. process.name()='python3'"),
+    # vLLM's scheduler config check (vllm/config/scheduler.py).
+    ("bad_argument", "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (32768). This "
+                     "effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
+                     "longer sequences. Please increase max_num_batched_tokens or decrease max_model_len."),
+    # A GPU in exclusive-process mode held by another process (torch's CUDA error text).
+    ("cuda_arch_or_driver", "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"),
+    # transformers' CONFIG_MAPPING lookup pasted without its traceback (QwenLM/Qwen3#434).
+    ("transformers_too_old", "KeyError: 'qwen3_moe'"),
+])
+def test_engine_wordings_from_their_sources(category, line):
+    assert diagnose(line + "\n", exit_code=1).category == category
