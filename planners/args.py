@@ -78,7 +78,7 @@ def sglang_argv(
                 + (f"; --cuda-graph-max-bs {graph_bs} to match." if graph_bs else ".")
             )
         if mtp:
-            mamba_args, note = sglang.mamba_strategy_args(help_)
+            mamba_args, note = sglang.mamba_strategy_args(help_, version)
             env["SGLANG_ENABLE_SPEC_V2"] = "1"
             reasons.append(
                 f"Hybrid model + MTP: {note}, so rejected drafts roll back the recurrent state; "

@@ -37,6 +37,7 @@ from .fit import (
     tp_problem,
     valid_tps,
 )
+from .flag_changes import fit_flags_to_build
 from .flags import EngineHelp, flags_in, parse_help, validate_argv
 from .flags import suggest_flag as suggest_flag  # re-exported: part of the planner's public API
 from .memory import GIB, gib
@@ -447,6 +448,7 @@ def _plan_with_engine(ctx: PlanContext, engine: Engine, version: str | None, why
         argv = vllm_argv(ctx, chosen, version, help_, context, bool(trust_why), quant_flag, mtp, reasons, risks)
     if isinstance(argv, PlanFailure):
         return argv
+    argv = argv[:3] + fit_flags_to_build(engine, argv[3:], help_, help_complete, version, reasons, risks)
 
     argv = apply_arg_overrides(ctx, engine, argv, reasons, risks)
     if isinstance(argv, PlanFailure):

@@ -12,6 +12,7 @@ Rules from engines/LAUNCH_FLAGS.md §1:
 from __future__ import annotations
 
 from .compat import at_least
+from .flag_resolve import flag_for_version, successor
 from .flags import EngineHelp, flags_in
 
 MODULE = "sglang.launch_server"
@@ -55,18 +56,25 @@ def tp_flag(help_: EngineHelp | None) -> str:
     return TP_FLAGS[0]
 
 
-def mamba_strategy_args(help_: EngineHelp | None) -> tuple[list[str], str]:
-    """Flags that let MTP roll back a hybrid model's recurrent state, by what the installed build accepts."""
+MAMBA_STRATEGY_FLAG = "--mamba-scheduler-strategy"
+
+
+def mamba_strategy_args(help_: EngineHelp | None, version: str | None = None) -> tuple[list[str], str]:
+    """Flags that let MTP roll back a hybrid model's recurrent state, by what the installed build accepts.
+
+    The build's help decides (the flag or its successor, with extra_buffer among its choices); without a help
+    text, the name the captured releases use at this version. --disable-radix-cache only when the build has
+    neither: it keeps MTP working but turns prefix caching off, a slower server than the engine allows."""
     if help_ is None:
-        return ["--mamba-scheduler-strategy", "extra_buffer"], (
-            "--mamba-scheduler-strategy extra_buffer (as SGLang 0.5.9/0.5.10 spell it; --help not captured)"
-        )
-    for flag in ("--mamba-scheduler-strategy", "--mamba-radix-cache-strategy"):
+        flag = flag_for_version("sglang", MAMBA_STRATEGY_FLAG, version)[0]
+        return [flag, "extra_buffer"], f"{flag} extra_buffer (the name SGLang {version or '?'} uses; --help not captured)"
+    candidates = [MAMBA_STRATEGY_FLAG, *successor("sglang", MAMBA_STRATEGY_FLAG, help_)[0]]
+    for flag in candidates:
         if help_.knows(flag) and "extra_buffer" in help_.choices.get(flag, ("extra_buffer",)):
             return [flag, "extra_buffer"], f"{flag} extra_buffer (listed by this build's --help)"
     return ["--disable-radix-cache"], (
-        "--disable-radix-cache: this build lists no mamba strategy flag, so prefix caching is turned off instead "
-        "(as InferenceX does)"
+        "--disable-radix-cache: this build lists no mamba strategy flag with extra_buffer, so prefix caching is "
+        "turned off instead (as InferenceX does)"
     )
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from bot.config import HostConfig
+from bot.simhost.captures import install_capture
 from bot.simhost.hfcache import write_hf_cache_model
 from bot.simhost.hostlib.simengine import state as gpu_state
 from bot.simhost.modelfiles import available_models, write_model_folder
@@ -279,6 +280,7 @@ def build_sim_host(
         shutil.copytree(HOSTLIB / package, lib / package, ignore=ignore)
         if package in engines:
             (lib / package / "version.py").write_text(f'__version__ = "{engines[package]}"\n')
+            install_capture(package, engines[package], lib / package)  # the real release's flags and --help
 
     python = env_bin / "python3"
     _write_executable(python, _python_wrapper(root, interpreter))

@@ -13,7 +13,9 @@ import time
 
 from simengine.engine import EngineCrash, SimEngine
 from simengine.modelinfo import read_model
+import vllm
 from vllm.config import ModelConfig, SpeculativeConfig
+from simengine.argspec import capture_dir, print_help_and_exit
 from vllm.entrypoints.openai.cli_args import make_arg_parser, non_default_args, normalize_underscores
 from vllm.v1.engine.core import EngineCore
 from vllm.version import __version__
@@ -283,8 +285,10 @@ def run_server(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    print_help_and_exit(capture_dir(vllm.__file__), argv)
     parser = make_arg_parser()
-    args = parser.parse_args(normalize_underscores(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(normalize_underscores(argv))
     return run_server(args, parser)
 
 
