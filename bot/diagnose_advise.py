@@ -6,6 +6,7 @@ from bot.diagnose_advice import Advice, Finding, LogLine, PlanView, category_adv
 from bot.diagnose_advice_build import advise_jit
 from bot.diagnose_advice_other import advise_other
 from bot.diagnose_advice_port import advise_port
+from bot.models import Fix, PlanOverrides
 from bot.diagnose_advice_version import advise_architecture, architecture_named, version_sentence
 
 
@@ -18,6 +19,10 @@ def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
         return advise_port(f, s, lines)
     if f.category == "unsupported_architecture":
         return advise_architecture(f, s)
+    if f.category == "bad_argument" and f.kind == "trust_remote_code":
+        return ([f"the model folder ships its own modelling/tokenizer code: relaunch with --trust-remote-code (only for "
+                 f"checkpoints you trust: it runs their Python code)"],
+                Fix(summary="add --trust-remote-code", overrides=PlanOverrides(extra_args=["--trust-remote-code"])))
     steps, fix = category_advice(f, s, lines)
     if f.category == "speculative_config_invalid":
         # The release that added MTP drafting for this architecture, when the compatibility table knows it.

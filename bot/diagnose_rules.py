@@ -169,7 +169,8 @@ RULES: tuple[Rule, ...] = (
          _r(r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|cudaErrorInsufficientDriver"
             r"|forward compatibility was attempted on non supported HW|driver version \S+ is older than"),
          85, 0.9, "the NVIDIA driver is too old for the CUDA version the engine was built with", kind="driver"),
-    Rule("no_kernel_image", "cuda_arch_or_driver", _r(r"no kernel image is available for execution on the device"),
+    Rule("no_kernel_image", "cuda_arch_or_driver", _r(r"no kernel image is available for execution on the device|device kernel image is invalid"
+                           r"|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"),
          80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch"),
     Rule("sm_not_compatible", "cuda_arch_or_driver",
          _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
@@ -257,7 +258,8 @@ RULES: tuple[Rule, ...] = (
          50, 0.7, "a multi-GPU collective timed out (one rank stalled or died)", kind="timeout", any_level=True),
     # ------------------------------------------------------------------ native crashes outside the taxonomy
     Rule("illegal_memory_access", "other",
-         _r(r"an illegal memory access was encountered|CUDA error: misaligned address|device-side assert triggered"),
+         _r(r"an illegal memory access was encountered|CUDA error: misaligned address|device-side assert triggered"
+            r"|CUDA error: unspecified launch failure|CUDA error: an illegal instruction"),
          45, 0.6, "a CUDA kernel crashed (illegal memory access / device-side assert): an engine or kernel bug",
          kind="kernel_crash"),
     Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
@@ -273,7 +275,7 @@ RULES: tuple[Rule, ...] = (
          any_level=True),
     Rule("sigkill_exit", "host_oom_killed",
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
-            r"|\bsignal 9\b|killed by SIGKILL"),
+            r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
     Rule("engine_died", "host_oom_killed",
          _r(r"Engine core proc \S+ died unexpectedly|EngineCore\S* died unexpectedly"),

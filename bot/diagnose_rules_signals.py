@@ -157,6 +157,42 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("model_type_keyerror", "transformers_too_old",
          r(r"^KeyError: '([a-z]{2,20}\d[a-z0-9]{0,10}(?:_[a-z0-9]{1,20}){0,3})'$"), 52, 0.55,
          "the installed transformers has no config class for model type '{0}' (a bare KeyError on it)"),
+    # Marlin / GPTQ kernels' tile check at this TP (vllm/model_executor/layers/quantization/utils/marlin_utils.py):
+    # "Weight input_size_per_partition = 1344 is not divisible by min_thread_k = 128. Consider reducing
+    # tensor_parallel_size or running with --quantization gptq."
+    Rule("tile_not_divisible", "tp_not_divisible",
+         r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
+           r"tensor_parallel_size"), 80, 0.85,
+         "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
+    # The checkpoint ships its own code and the engine was not allowed to run it (transformers: "contains custom code
+    # which must be executed ... Please pass the argument `trust_remote_code=True`"; vLLM's tokenizer loader: "consider
+    # setting `trust_remote_code=True` ... or using the `--trust-remote-code` flag", vllm/transformers_utils/tokenizer.py).
+    Rule("needs_trust_remote_code", "bad_argument",
+         r(r"consider setting .?trust_remote_code=True|Please pass the argument .?trust_remote_code=True|requires you "
+           r"to execute the (?:tokenizer|configuration|modeling) file|contains custom code which must be executed"),
+         78, 0.85, "the checkpoint ships its own code and the engine runs without --trust-remote-code",
+         kind="trust_remote_code", any_level=True),
+    # transformers lacks the tokenizer / module / Auto class: it predates the model.
+    Rule("transformers_lacks_tokenizer", "transformers_too_old",
+         r(r"Tokenizer class (\w{1,80}) does not exist or is not currently imported|module 'transformers(?:\.[\w.]{1,80})?' "
+           r"has no attribute '(\w{1,80})'"), 76, 0.8, "the installed transformers has no {0}{1}: it predates this model"),
+    Rule("transformers_auto_class", "transformers_too_old",
+         r(r"Unrecognized configuration class [^\n]{0,200}for this kind of AutoModel"), 66, 0.7,
+         "the installed transformers has no model class for this configuration"),
+    Rule("not_a_registered_model", "unsupported_architecture",
+         r(r"is not a registered model in the Transformers library|Cannot find model module\b"), 76, 0.8,
+         "neither the engine nor transformers implements this architecture", kind="fallback"),
+    Rule("required_packages_missing", "missing_dependency",
+         r(r"requires the following packages that were not found in your environment: ([\w.,\s-]{1,200})"
+           r"|requires the (\S{1,80}) library but it was not found in your environment"), 74, 0.85,
+         "a package the model's code needs is not installed ({0}{1})", kind="module"),
+    Rule("tokenizer_or_config_unloadable", "model_files_missing_or_corrupt",
+         r(r"Can't load (?:tokenizer|the configuration of|the model) for '([^'\n]{1,200})'|Error no file named "
+           r"(?:pytorch_model\.bin|model\.safetensors|tf_model\.h5)"), 70, 0.75,
+         "the model's files could not be loaded from {0}: a file is missing or the path is wrong", kind="path"),
+    Rule("engine_args_unknown_keyword", "bad_argument",
+         r(r"(?:Engine|Server|Async\w{0,20})?Args\.__init__\(\) got an unexpected keyword argument '(\w{1,80})'"), 62, 0.7,
+         "the engine's arguments have no '{0}' in this version", kind="unknown_keyword"),
     Rule("quantized_shape_misaligned", "tp_not_divisible",
          r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,
          "at this TP a quantized weight cannot be split evenly (its group size does not divide the slice)",

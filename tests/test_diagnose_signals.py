@@ -81,3 +81,32 @@ def test_optional_transformers_import_notice_is_not_a_crash():
 ])
 def test_engine_wordings_from_their_sources(category, line):
     assert diagnose(line + "\n", exit_code=1).category == category
+
+
+@pytest.mark.parametrize(("category", "line"), [
+    # vLLM's Marlin tile check (layers/quantization/gptq_marlin.py); seen with AWQ at TP 2 on Qwen2.5-VL-72B.
+    ("tp_not_divisible", "ValueError: Weight input_size_per_partition = 14784 is not divisible by min_thread_k = 128. "
+                         "Consider reducing tensor_parallel_size or running with --quantization gptq."),
+    # transformers' dynamic-module check (dynamic_module_utils.check_imports).
+    ("missing_dependency", "ImportError: This modeling file requires the following packages that were not found in "
+                           "your environment: flash_attn. Run `pip install flash_attn`"),
+    # transformers' AutoTokenizer when the class is newer than the install.
+    ("transformers_too_old", "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently "
+                             "imported."),
+    # transformers' remote-code guard.
+    ("bad_argument", "ValueError: The repository for /models/x contains custom code which must be executed to "
+                     "correctly load the model. Please pass the argument `trust_remote_code=True` to allow custom "
+                     "code to be run."),
+])
+def test_model_code_and_tile_checks(category, line):
+    result = diagnose(line + "\n", exit_code=1)
+    assert result.category == category, diagnosis_text(result)
+
+
+def test_custom_code_without_trust_remote_code_is_fixed_by_adding_the_flag():
+    result = diagnose("ValueError: Tokenizer class ChatGLMTokenizer does not exist or is not currently imported.\n"
+                      "RuntimeError: Failed to load the tokenizer. If the tokenizer is a custom tokenizer not yet "
+                      "available in the HuggingFace transformers library, consider setting `trust_remote_code=True` "
+                      "in LLM or using the `--trust-remote-code` flag in the CLI.\n", exit_code=1)
+    assert result.category == "bad_argument"
+    assert result.fix is not None and result.fix.overrides.extra_args == ["--trust-remote-code"]
