@@ -574,7 +574,9 @@ def _advise_bad_argument(f: Finding, s: PlanView) -> Advice:
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
     else:
         steps.append(f"the arguments were refused: {f.cause}")
-    steps.append("`<engine> --help` on the host lists the options this version accepts")
+    helper = {"sglang": "python -m sglang.launch_server --help", "vllm": "vllm serve --help=all"}.get(s.engine or "")
+    steps.append(f"`{helper}` on the host lists the options this version accepts" if helper else
+                 "the engine's --help on the host lists the options this version accepts")
     return steps, fix
 
 

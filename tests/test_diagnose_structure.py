@@ -234,3 +234,19 @@ IndexError: index out of range in self
     assert result.alternatives == ["cuda_graph_oom"]
     assert "unsure between other and cuda_graph_oom" in diagnosis_text(result)
     assert any("CUDA graph capture" in step for step in result.next_steps)
+
+
+# ------------------------------------------------------------------------------------------------ version that added it
+@pytest.mark.parametrize(("version", "line", "expected"), [
+    # A flag newer than the installed release (vllm-project/vllm#42399: --reasoning-config refused by an older image).
+    ("0.11.0", "vllm: error: unrecognized arguments: --reasoning-config {}", "first appears in vLLM 0.20.0"),
+    # A flag a newer release renamed (planners/engine_renames.py, diffed from the captured parsers).
+    ("0.33.0", "vllm: error: unrecognized arguments: --no-disable-cascade-attn", "use --enable-cascade-attn"),
+    # A typo: the captured parser's closest option.
+    ("0.20.0", "vllm: error: unrecognized arguments: --max-model-lenght 4096", "did you mean --max-model-len?"),
+])
+def test_refused_flag_says_which_release_has_it(version, line, expected):
+    plan = _plan(engine="vllm", argv=["vllm", "serve", "/models/m"]).model_copy(update={"engine_version": version})
+    result = diagnose(line + "\n", plan=plan)
+    assert result.category == "bad_argument"
+    assert any(expected in step for step in result.next_steps), result.next_steps
