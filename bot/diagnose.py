@@ -214,7 +214,7 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
     line = lines[best.pos]
     finding = Finding(category=best.rule.category, cause=_format_cause(best.rule.cause, best.match),
                       confidence=best.rule.confidence, kind=best.rule.kind, decisive=line, match=best.match,
-                      rule=best.rule.name, pos=best.pos)
+                      rule=best.rule.name, pos=best.pos, alternatives=list(best.rule.unsure))
     if best.rule.category == OOM:
         phase, marker, confidence = _oom_phase(lines, best.pos)
         category, kind, cause = OOM_BY_PHASE[phase]
@@ -247,7 +247,7 @@ def _alternatives(finding: Finding, hits: list[_Hit], structure: TailStructure) 
              if hit.rule.category not in (finding.category, OOM) and hit.rule.priority >= winner - ALTERNATIVE_WINDOW]
     if finding.category == "other":
         close += hinted_categories(structure)
-    out: list[str] = []
+    out: list[str] = list(finding.alternatives)  # the winning rule's own known ambiguity first
     for category in close:
         if category != finding.category and category not in out:
             out.append(category)

@@ -14,7 +14,8 @@ from planners.compat import engine_label
 _ISSUES = {"sglang": "github.com/sgl-project/sglang/issues", "vllm": "github.com/vllm-project/vllm/issues"}
 _TRIGGERS = {
     "kv_cache_insufficient": "the KV cache sizing", "cuda_graph_oom": "CUDA graph capture",
-    "speculative_config_invalid": "speculative decoding (MTP/EAGLE)", "model_files_missing_or_corrupt": "the checkpoint",
+    "speculative_config_invalid": "speculative decoding (MTP/EAGLE)",
+    "model_files_missing_or_corrupt": "the checkpoint",
     "jit_compile_failure": "a JIT-compiled kernel", "nccl_error": "multi-GPU communication",
     "quantization_unsupported": "the quantization kernels", "unsupported_architecture": "the model implementation",
     "bad_argument": "a launch flag",
@@ -58,10 +59,12 @@ def _first_step(f: Finding, s: PlanView) -> str:
         return f"a native crash{context}: relaunch with {s.flag('no_graph')} or another attention backend to isolate " \
                f"it; check engine, torch and driver versions match"
     if f.kind == "kernel_crash":
-        return f"a CUDA kernel crashed{context}: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel; try without CUDA " \
+        return f"a CUDA kernel crashed{context}: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel; try " \
+               f"without CUDA " \
                f"graphs ({s.flag('no_graph')}) or with another attention backend"
     if f.kind == "root_cause_elsewhere":
-        return f"only the consequence is in this tail (quoted){context}: the failing process (engine core / TP worker) " \
+        return f"only the consequence is in this tail (quoted){context}: the failing process (engine core / TP " \
+               f"worker) " \
                f"printed its error before it; capture the log from the launch on (or relaunch with one GPU and " \
                f"{s.flag('no_graph')}) to see it"
     if f.kind == "import_warning":

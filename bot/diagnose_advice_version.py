@@ -56,7 +56,8 @@ def version_sentence(arch: str | None, s: PlanView, *, mtp: bool = False) -> str
     what = f"MTP drafting for {arch}" if mtp else arch
     label = engine_label(s.engine, minimum)
     if installed and at_least(installed, minimum) is False:
-        return f"{label} added {what}; this launch runs {engine_label(s.engine, installed)}: upgrade to {minimum} or later"
+        running = engine_label(s.engine, installed)
+        return f"{label} added {what}; this launch runs {running}: upgrade to {minimum} or later"
     if installed:
         return f"{label} added {what} and {engine_label(s.engine, installed)} is newer: the failure is elsewhere " \
                f"(the model's config or a regression)"

@@ -23,8 +23,8 @@ def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
     if f.category == "unsupported_architecture":
         return advise_architecture(f, s)
     if f.category == "bad_argument" and f.kind == "trust_remote_code":
-        return ([f"the model folder ships its own modelling/tokenizer code: relaunch with --trust-remote-code (only for "
-                 f"checkpoints you trust: it runs their Python code)"],
+        return (["the model folder ships its own modelling/tokenizer code: relaunch with --trust-remote-code (only "
+                 "for checkpoints you trust: it runs their Python code)"],
                 Fix(summary="add --trust-remote-code", overrides=PlanOverrides(extra_args=["--trust-remote-code"])))
     steps, fix = category_advice(f, s, lines)
     if f.category == "bad_argument" and f.rule == "argparse_unrecognized" and f.match is not None:

@@ -19,6 +19,9 @@ class Rule:
     any_level: bool = False  # also match lines logged at INFO/WARNING (NCCL WARN, Ray's worker-died warning, ...)
     exclude: re.Pattern[str] | None = None  # the same line matching this is not a hit (harmless variants)
     context: re.Pattern[str] | None = None  # must be seen within CONTEXT_LINES above the line
+    #: Categories the same words also fit (a known ambiguity, e.g. "Transformers does not recognize this
+    #: architecture" when the engine, not transformers, is too old): the verdict names them as its alternatives.
+    unsure: tuple[str, ...] = ()
 
 
 def r(pattern: str) -> re.Pattern[str]:

@@ -75,7 +75,7 @@ RULES: tuple[Rule, ...] = (
          80, 0.9, "this engine version does not support the architecture {0}"),
     Rule("transformers_unknown_model_type", "transformers_too_old",
          _r(r"model type [`'\"]?([\w.-]+)[`'\"]? but Transformers does not recognize this architecture"),
-         80, 0.9, "the installed transformers does not know model type '{0}'"),
+         80, 0.9, "the installed transformers does not know model type '{0}'", unsure=("unsupported_architecture",)),
     Rule("transformers_config_keyerror", "transformers_too_old", _r(r"^KeyError: '([\w.-]+)'$"), 70, 0.75,
          "the installed transformers has no config class for model type '{0}'",
          context=_r(r"configuration_auto|CONFIG_MAPPING|AutoConfig")),
@@ -87,7 +87,8 @@ RULES: tuple[Rule, ...] = (
          kind="transformers_too_new"),
     # ------------------------------------------------------------------ speculative decoding
     Rule("speculative_invalid", "speculative_config_invalid",
-         _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid|does not support"
+         _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid"
+            r"|does not support"
             r"|must be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
             r"|\b(?:expected both|invalid|unsupported|not supported|not compatible)\b[^\n]{0,60}\bspeculat"
             r"|only [\w ,]+ speculative algorithms? (?:is|are) supported"),
@@ -136,7 +137,8 @@ RULES: tuple[Rule, ...] = (
          _r(r"(?:RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError|LocalEntryNotFoundError"
             r"|OfflineModeIsEnabled|We couldn't connect to 'https://huggingface\.co')"
             r"|Failed to resolve '(?:huggingface\.co|hf-mirror\.com|cdn-lfs[\w.-]*)'"
-            r"|(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)[^\n]{0,300}(?:Max retries exceeded|timed out|NameResolutionError|name resolution"
+            r"|(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)[^\n]{0,300}(?:Max retries exceeded|timed out"
+            r"|NameResolutionError|name resolution"
             r"|Connection refused|401 Client Error|403 Client Error|429 Client Error)"
             r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf\.co|hf-mirror\.com)"),
          75, 0.85, "the engine tried to reach the model hub (huggingface.co) and could not", kind="network"),
@@ -147,7 +149,7 @@ RULES: tuple[Rule, ...] = (
     Rule("shared_library", "missing_dependency",
          _r(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
          "a compiled library cannot be loaded ({0}{1}): a binary built against other versions", kind="binary",
-         exclude=OPTIONAL_IMPORT),
+         exclude=OPTIONAL_IMPORT, unsure=("cuda_arch_or_driver",)),
     Rule("import_error", "missing_dependency", _r(r"^ImportError: (.+)"), 65, 0.75,
          "an import failed: {0}", kind="import"),
     Rule("please_install", "missing_dependency",
@@ -169,9 +171,11 @@ RULES: tuple[Rule, ...] = (
          _r(r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|cudaErrorInsufficientDriver"
             r"|forward compatibility was attempted on non supported HW|driver version \S+ is older than"),
          85, 0.9, "the NVIDIA driver is too old for the CUDA version the engine was built with", kind="driver"),
-    Rule("no_kernel_image", "cuda_arch_or_driver", _r(r"no kernel image is available for execution on the device|device kernel image is invalid"
+    Rule("no_kernel_image", "cuda_arch_or_driver",
+         _r(r"no kernel image is available for execution on the device|device kernel image is invalid"
                            r"|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"),
-         80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch"),
+         80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch",
+         unsure=("jit_compile_failure",)),
     Rule("sm_not_compatible", "cuda_arch_or_driver",
          _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
          "the installed PyTorch was not built for this GPU ({0})", kind="arch", any_level=True),
@@ -199,7 +203,8 @@ RULES: tuple[Rule, ...] = (
          78, 0.85, "a JIT kernel build (ninja) failed", kind="ninja"),
     Rule("ptxas_failed", "jit_compile_failure",
          _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal"), 70, 0.75,
-         "a Triton kernel failed to compile for this GPU (ptxas)", kind="ptxas"),
+         "a Triton kernel failed to compile for this GPU (ptxas)", kind="ptxas",
+         unsure=("quantization_unsupported", "cuda_arch_or_driver")),
     Rule("torch_compile_failed", "jit_compile_failure",
          _r(r"torch\._dynamo\.exc\.|torch\._inductor\.exc\.|InductorError|BackendCompilerFailed"
             r"|triton\.compiler\.errors\.CompilationError"),
@@ -221,7 +226,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory "
             r"utilization \(([\d.]+)"),
          82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
-         "--gpu-memory-utilization {2} asks for", kind="lower"),
+         "--gpu-memory-utilization {2} asks for", kind="lower", unsure=("other",)),
     Rule("kv_max_len", "kv_cache_insufficient",
          _r(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
             r"\((\d+)\)"),

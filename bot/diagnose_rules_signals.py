@@ -44,7 +44,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          re.compile(r"(?i:address already in use|EADDRINUSE|\[Errno 98\]|errno:? ?98\b"
                     r"|Only one usage of each socket address|\bAddress in use\b"
                     r"|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
-                    r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)|port\w{0,20} at \d{2,5} is not available"
+                    r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)"
+                    r"|port\w{0,20} at \d{2,5} is not available"
                     r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address))"),
          80, 0.9, "a port the engine binds is already taken by another process"),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
@@ -63,7 +64,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # Ray's memory monitor kills a worker before the kernel does (ray.exceptions.OutOfMemoryError).
     Rule("ray_memory_monitor", "host_oom_killed",
          r(r"Ray killed this worker|exceeds the memory usage threshold|Task was killed due to the node running low on"
-           r" memory|killed due to memory pressure"), 72, 0.8, "Ray's memory monitor killed a worker: host RAM reached its threshold",
+           r" memory|killed due to memory pressure"), 72, 0.8,
+         "Ray's memory monitor killed a worker: host RAM reached its threshold",
          any_level=True),
     # A native crash as the shell reports it, in the host's locale (strsignal(SIGSEGV)).
     Rule("segfault_locale", "other", re.compile(SEGFAULT), 35, 0.55,
@@ -74,7 +76,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          exclude=r(r"/dev/shm|shared memory")),
     # The model's own files cannot be read by the engine's user (a mount owned by another user, a root-only copy).
     Rule("model_permission", "model_files_missing_or_corrupt",
-         re.compile(r"(?:" + PERMISSION_DENIED + r"|\[Errno 13\])[^\n]{0,40}'([^'\n]{0,300}(?:\.safetensors|config\.json"
+         re.compile(r"(?:" + PERMISSION_DENIED + r"|\[Errno 13\])[^\n]{0,40}'([^'\n]{0,300}"
+                    r"(?:\.safetensors|config\.json"
                     r"|\.bin|tokenizer\w{0,20}\.\w{1,10}|/models?/[^'\n]{0,200}))'"), 74, 0.8,
          "the engine may not read the model's files ({0}): a permission problem on the folder", kind="permission"),
     # ------------------------------------------------------------------ the linker and compilers of a JIT build
@@ -95,7 +98,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"no CUDA-capable device is detected|cudaErrorNoDevice|Found no NVIDIA driver on your system"
            r"|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate"
            r"|system has unsupported display driver / cuda driver combination|CUDA unknown error - this may be due"
-           r"|the provided PTX was compiled with an unsupported toolchain|CUDA-capable device\(s\) is/are busy or unavailable"),
+           r"|the provided PTX was compiled with an unsupported toolchain"
+           r"|CUDA-capable device\(s\) is/are busy or unavailable"),
          80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
          kind="driver"),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
@@ -112,7 +116,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          kind="driver", any_level=True),
     Rule("triton_fp8_arch", "quantization_unsupported",
          r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.8,
-         "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu"),
+         "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu",
+         unsure=("cuda_arch_or_driver",)),
     Rule("quant_scheme_gpu", "quantization_unsupported",
          r(r"Quantization scheme is not supported for|not supported for[' ,]{0,6}the current GPU[^\n]{0,60}Min"
            r"(?:imum)? capability"), 82, 0.85, "this GPU is too old for the checkpoint's quantization scheme",
@@ -135,7 +140,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the engine could not download a file it needs at start (no Internet access?)", kind="network",
          any_level=True),
     Rule("remote_fetch_failed", "hub_access",
-         r(r"failed to download or load vocab file|Failed to load Harmony encoding"), 70, 0.75, "the engine could not download a file it needs at start (no Internet access?)",
+         r(r"failed to download or load vocab file|Failed to load Harmony encoding"), 70, 0.75,
+         "the engine could not download a file it needs at start (no Internet access?)",
          kind="network", any_level=True),
     # A class or module transformers lacks: the installed transformers predates the model ("cannot import name
     # 'Qwen3VLForConditionalGeneration' from 'transformers'", "No module named 'transformers.models.qwen3_vl'").
@@ -156,7 +162,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # transformers' CONFIG_MAPPING lookup of a model type it does not know (QwenLM/Qwen3#434).
     Rule("model_type_keyerror", "transformers_too_old",
          r(r"^KeyError: '([a-z]{2,20}\d[a-z0-9]{0,10}(?:_[a-z0-9]{1,20}){0,3})'$"), 52, 0.55,
-         "the installed transformers has no config class for model type '{0}' (a bare KeyError on it)"),
+         "the installed transformers has no config class for model type '{0}' (a bare KeyError on it)",
+         unsure=("other",)),
     # Marlin / GPTQ kernels' tile check at this TP (vllm/model_executor/layers/quantization/utils/marlin_utils.py):
     # "Weight input_size_per_partition = 1344 is not divisible by min_thread_k = 128. Consider reducing
     # tensor_parallel_size or running with --quantization gptq."
@@ -166,7 +173,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
     # The checkpoint ships its own code and the engine was not allowed to run it (transformers: "contains custom code
     # which must be executed ... Please pass the argument `trust_remote_code=True`"; vLLM's tokenizer loader: "consider
-    # setting `trust_remote_code=True` ... or using the `--trust-remote-code` flag", vllm/transformers_utils/tokenizer.py).
+    # setting `trust_remote_code=True` ... or using the `--trust-remote-code` flag",
+    # vllm/transformers_utils/tokenizer.py).
     Rule("needs_trust_remote_code", "bad_argument",
          r(r"consider setting .?trust_remote_code=True|Please pass the argument .?trust_remote_code=True|requires you "
            r"to execute the (?:tokenizer|configuration|modeling) file|contains custom code which must be executed"),
@@ -174,8 +182,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          kind="trust_remote_code", any_level=True),
     # transformers lacks the tokenizer / module / Auto class: it predates the model.
     Rule("transformers_lacks_tokenizer", "transformers_too_old",
-         r(r"Tokenizer class (\w{1,80}) does not exist or is not currently imported|module 'transformers(?:\.[\w.]{1,80})?' "
-           r"has no attribute '(\w{1,80})'"), 76, 0.8, "the installed transformers has no {0}{1}: it predates this model"),
+         r(r"Tokenizer class (\w{1,80}) does not exist or is not currently imported"
+           r"|module 'transformers(?:\.[\w.]{1,80})?' has no attribute '(\w{1,80})'"), 76, 0.8,
+         "the installed transformers has no {0}{1}: it predates this model"),
     Rule("transformers_auto_class", "transformers_too_old",
          r(r"Unrecognized configuration class [^\n]{0,200}for this kind of AutoModel"), 66, 0.7,
          "the installed transformers has no model class for this configuration"),
@@ -191,7 +200,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"(?:pytorch_model\.bin|model\.safetensors|tf_model\.h5)"), 70, 0.75,
          "the model's files could not be loaded from {0}: a file is missing or the path is wrong", kind="path"),
     Rule("engine_args_unknown_keyword", "bad_argument",
-         r(r"(?:Engine|Server|Async\w{0,20})?Args\.__init__\(\) got an unexpected keyword argument '(\w{1,80})'"), 62, 0.7,
+         r(r"(?:Engine|Server|Async\w{0,20})?Args\.__init__\(\) got an unexpected keyword argument "
+           r"'(\w{1,80})'"), 62, 0.7,
          "the engine's arguments have no '{0}' in this version", kind="unknown_keyword"),
     Rule("quantized_shape_misaligned", "tp_not_divisible",
          r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,
@@ -228,7 +238,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
            r"|Error in inspecting model architecture '([\w.]{1,120})'"),
          62, 0.75, "vLLM could not load its implementation of {0}{1} (the architecture failed to be inspected)",
-         kind="inspect"),
+         kind="inspect", unsure=("missing_dependency",)),
     # The inspection subprocess died on an import that had already failed (a compiled extension, a module).
     Rule("inspection_after_import_failure", "missing_dependency",
          r(r"(?:Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}')[^\n]{0,3000}?"
@@ -240,7 +250,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          context=r(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'")),
     # An HTTP proxy answered the server's own warm-up request (absolute URI in the request line: a proxy hop).
     Rule("warmup_through_proxy", "other",
-         r(r"\"(?:GET|POST) https?://[^\"\s]{1,200}/(?:get_model_info|generate|health|v1/models)[^\"]{0,40} HTTP/1\.\d\""
+         r(r"\"(?:GET|POST) https?://[^\"\s]{1,200}/(?:get_model_info|generate|health|v1/models)[^\"]{0,40}"
+           r" HTTP/1\.\d\""
            r" (4\d\d|5\d\d)\b"), 40, 0.6,
          "the server's own warm-up request went through an HTTP proxy, which answered {0}", kind="proxy",
          any_level=True),
@@ -248,6 +259,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"The Transformers implementation of '?([\w.]{1,120})'? is not compatible with vLLM"
            r"|\bhas no vLLM implementation|^AttributeError: '(Transformers\w{0,60})' object has no"
            r" attribute|is not supported by the Transformers backend"),
-         76, 0.8, "the engine has no native implementation of this architecture ({0}{1}) and its generic Transformers fallback "
+         76, 0.8, "the engine has no native implementation of this architecture ({0}{1}) and its generic "
+         "Transformers fallback "
          "cannot run it", kind="fallback"),
 )

@@ -47,7 +47,8 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("fallback_model_class", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError|TypeError|"
        r"ValueError|KeyError|AssertionError)$", 74, 0.8,
        "the engine has no implementation of this architecture: its generic Transformers fallback failed ({0})",
-       kind="fallback", frames=r"(?:vllm/model_executor|sglang/srt)/models/transformers(?:_\w{1,30})?(?:\.py|/)", depth=4),
+       kind="fallback", frames=r"(?:vllm/model_executor|sglang/srt)/models/transformers(?:_\w{1,30})?(?:\.py|/)",
+       depth=4),
     _s("fallback_named", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError)$", 70, 0.7,
        "the engine runs this model through its generic Transformers fallback class, which failed ({0})",
        kind="fallback", message=_FALLBACK_CLASS),
@@ -81,7 +82,8 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        "the installed transformers does not know this model's config class ({0})",
        frames=r"transformers/models/auto/(?:configuration|modeling|tokenization)_auto", depth=3,
        exclude=r"Unrecognized model in|does not appear to have"),
-    _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7, "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
+    _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7,
+       "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
        "version ({0})", frames=r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft", depth=4,
        exclude=r"out of memory"),
     _s("validation_speculative", "speculative_config_invalid", r"ValidationError$", 70, 0.8,
@@ -122,7 +124,8 @@ def _frames_text(exc: RaisedException, depth: int) -> list[str]:
     return [f"{frame.path} {frame.function} {frame.code}" for frame in exc.innermost(depth)]
 
 
-def structural_hits(structure: TailStructure, texts: list[str], skip: set[int]) -> list[tuple[Rule, int, re.Match[str]]]:
+def structural_hits(structure: TailStructure, texts: list[str],
+                    skip: set[int]) -> list[tuple[Rule, int, re.Match[str]]]:
     """(rule, position, match of the exception line) for every exception a structural rule explains."""
     hits: list[tuple[Rule, int, re.Match[str]]] = []
     tail_cache: dict[str, bool] = {}

@@ -19,7 +19,8 @@ def corpus(split: Split) -> list[tuple[str, dict]]:
     """(name, entry) for every log of ``split``; names are ``dev/x`` or ``collected/x``."""
     out: list[tuple[str, dict]] = []
     if split == "dev":
-        out += [(f"dev/{path.stem}", json.loads(path.read_text())) for path in sorted((CRASHLOGS / "dev").glob("*.json"))]
+        first = sorted((CRASHLOGS / "dev").glob("*.json"))
+        out += [(f"dev/{path.stem}", json.loads(path.read_text())) for path in first]
     for path in sorted((CRASHLOGS / "collected").glob("*.json")):
         entry = json.loads(path.read_text())
         if entry.get("split", "dev") == split:
