@@ -137,10 +137,10 @@ RULES: tuple[Rule, ...] = (
          _r(r"(?:RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError|LocalEntryNotFoundError"
             r"|OfflineModeIsEnabled|We couldn't connect to 'https://huggingface\.co')"
             r"|Failed to resolve '(?:huggingface\.co|hf-mirror\.com|cdn-lfs[\w.-]*)'"
-            r"|(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)[^\n]{0,300}(?:Max retries exceeded|timed out"
+            r"|(?:huggingface\.co|hf-mirror\.com|modelscope\.cn)[^\n]{0,300}(?:Max retries exceeded|timed out"
             r"|NameResolutionError|name resolution"
             r"|Connection refused|401 Client Error|403 Client Error|429 Client Error)"
-            r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf\.co|hf-mirror\.com)"),
+            r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf-mirror\.com)"),
          75, 0.85, "the engine tried to reach the model hub (huggingface.co) and could not", kind="network"),
     # ------------------------------------------------------------------ software install
     Rule("module_missing", "missing_dependency", _r(r"No module named '([\w.]+)'"), 72, 0.9,
@@ -254,7 +254,7 @@ RULES: tuple[Rule, ...] = (
          kind="shm", any_level=True),
     Rule("nccl_error", "nccl_error",
          _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
-            r"|DistBackendError|NCCL WARN[^\n]{0,200}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
+            r"|DistBackendError|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
             r"|timed? ?out|unreachable)"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     Rule("collective_timeout", "nccl_error",

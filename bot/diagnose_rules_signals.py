@@ -29,7 +29,8 @@ from bot.diagnose_rule import Rule, r
 from bot.diagnose_rules_optional import OPTIONAL_IMPORT
 
 #: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
-_ARCH = r"\[?'?[A-Z]\w{0,80}(?:For[A-Z]\w{0,60}|Model|LMHeadModel)'?\]?"
+#: Possessive (no backtracking into the name), then its ending checked behind: CausalLM, ...Generation, ...Model.
+_ARCH = r"\[?'?\b[A-Z]\w{1,120}+(?:(?<=LM)|(?<=Model)|(?<=tion)|(?<=Seq))'?\]?"
 #: The newer engine or model runner that refuses a feature (vLLM V1, its Model Runner V2).
 _NEW_RUNNER = r"(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b"
 _NOT_SUPPORTED = r"(?:is|are) (?:not|not yet|currently not) supported (?:by|in|on|with|for) "
@@ -50,8 +51,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          80, 0.9, "a port the engine binds is already taken by another process"),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
     Rule("shell_killed", "host_oom_killed",
-         re.compile(r"^" + KILLED + r"\s*(?:\(core dumped\))?$|\d+:\s+\d+\s+" + KILLED + r"(?:\s|$)"
-                    r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)|^zsh: killed\s"),
+         re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1,12}:\s{1,20}\d{1,12}\s{1,40}" + KILLED
+                    + r"(?:\s|$)|^\[\d{1,6}\][+-]?\s{1,20}" + KILLED + r"(?:\s|$)|^zsh: killed\s"),
          25, 0.55, "the engine was killed (SIGKILL) by the system: most often the host OOM killer", kind="bare_kill"),
     Rule("container_oom", "host_oom_killed",
          r(r"\bOOMKilled\b|code=killed, status=9/KILL|exited with code 137\b|Exit code:\s{0,20}137\b"), 35, 0.65,

@@ -39,8 +39,8 @@ FRAME_PATIENCE = 60
 _EXIT = re.compile(
     r"exit ?code[=:]? ?(-?\d{1,3})\b|exited with (?:code|status) (-?\d{1,3})\b|returned non-zero exit status (\d{1,3})"
     r"|\bsignal (\d{1,2})\b|Signals\.(SIG[A-Z]{2,6})|code=killed, status=(\d{1,2})", re.IGNORECASE)
-_KILLED = re.compile(r"^" + KILLED + r"\s*(?:\(core dumped\))?$|\d+:\s+\d+\s+" + KILLED + r"(?:\s|$)"
-                     r"|^\[\d+\][+-]?\s+" + KILLED + r"(?:\s|$)")
+_KILLED = re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1,12}:\s{1,20}\d{1,12}\s{1,40}" + KILLED
+                     + r"(?:\s|$)|^\[\d{1,6}\][+-]?\s{1,20}" + KILLED + r"(?:\s|$)")
 
 #: Start-up milestones in the order a launch reaches them: (phase, pattern, group holding GB/GiB or 0).
 MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
