@@ -24,13 +24,28 @@ def installed_version(s: PlanView) -> str | None:
     return None
 
 
+def architecture_of_model_type(model_type: str) -> str | None:
+    """The table's architecture for a config model_type ('qwen3_moe' -> 'Qwen3MoeForCausalLM'; ForCausalLM first)."""
+    key = model_type.replace("_", "").replace("-", "").lower()
+    found = [arch for arch in ARCHITECTURES if arch.split("For", 1)[0].replace("_", "").lower() == key]
+    causal = [arch for arch in found if arch.endswith("ForCausalLM")]
+    return (causal or found or [None])[0]
+
+
+_MODEL_TYPE = re.compile(r"model type [`'\"]?([\w.-]{1,80})")
+
+
 def architecture_named(f: Finding, s: PlanView) -> str | None:
-    """The architecture the crash is about: named in the decisive line, else the model's config.json."""
+    """The architecture the crash is about: named in the decisive line (as a class or a model type), else the
+    model's config.json."""
     texts = [f.decisive.text] if f.decisive else []
     for text in texts:
         match = _ARCH_NAME.search(text)
         if match and not match.group(1).startswith("Transformers"):
             return match.group(1)
+        model_type = _MODEL_TYPE.search(text)
+        if model_type and architecture_of_model_type(model_type.group(1)):
+            return architecture_of_model_type(model_type.group(1))
     config = s.facts.model.config if s.facts and s.facts.model and s.facts.model.config else None
     architectures = config.get("architectures") if config else None
     if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
@@ -67,6 +82,7 @@ def version_sentence(arch: str | None, s: PlanView, *, mtp: bool = False) -> str
 _KIND_WORDS = {
     "v1": "the engine's V1 engine does not run it",
     "fallback": "the engine has no native implementation and its generic Transformers fallback class cannot run it",
+    "engine_too_old": "this engine release predates it (and so does the transformers it ships with)",
     "inspect": "the engine could not load its implementation of it (\"failed to be inspected\": the model module "
                "failed to import; the subprocess's error names the package)",
 }

@@ -250,3 +250,18 @@ def test_refused_flag_says_which_release_has_it(version, line, expected):
     result = diagnose(line + "\n", plan=plan)
     assert result.category == "bad_argument"
     assert any(expected in step for step in result.next_steps), result.next_steps
+
+
+def test_transformers_not_knowing_a_model_newer_than_the_engine_is_an_engine_too_old():
+    # vllm-project/vllm#19793: Qwen3-MoE on vLLM 0.6.3; the table (planners/compat.py) has Qwen3-MoE from vLLM 0.8.5.
+    line = ("ValueError: The checkpoint you are trying to load has model type `qwen3_moe` but Transformers does not "
+            "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+            "version of Transformers is out of date.\n")
+    old = _plan(engine="vllm", argv=["vllm", "serve", "/m"]).model_copy(update={"engine_version": "0.6.3"})
+    result = diagnose(line, plan=old)
+    assert result.category == "unsupported_architecture"
+    assert result.alternatives == ["transformers_too_old"]
+    assert any("vLLM 0.8.5 added Qwen3MoeForCausalLM" in step for step in result.next_steps), result.next_steps
+    new = old.model_copy(update={"engine_version": "0.9.0"})
+    assert diagnose(line, plan=new).category == "transformers_too_old"
+    assert diagnose(line).category == "transformers_too_old"  # no version known: the words decide
