@@ -255,7 +255,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 async def cmd_serve(args: argparse.Namespace) -> int:
     from handlers.slack.serve import serve
 
-    return await serve(_config(args), _store(args), Secrets(), port=args.port)
+    return await serve(_config(args), _store(args), Secrets(), port=args.port, metrics_port=args.metrics_port)
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:
@@ -349,6 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("serve", help="run the Slack app (HTTP, or Socket Mode when SLACK_APP_TOKEN is set)")
     p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--metrics-port", type=int, default=None,
+                   help="Socket Mode: serve GET /metrics on this port (HTTP mode serves it on --port)")
 
     p = command("demo", help="run the pipeline against a simulated GPU host (no GPU, no Slack, no SSH)")
     p.add_argument("--workdir", help="where to build the simulated host (default: a temporary folder)")

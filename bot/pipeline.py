@@ -113,6 +113,7 @@ class Pipeline:
         self.approver = approver
         self.discovery = Discovery(config, store, self.remotes)
         self._host_locks: dict[str, asyncio.Lock] = {}
+        self.following: set[str] = set()  # ids of the deployments whose log is followed now (a metrics gauge)
 
     # ------------------------------------------------------------------ helpers
 
@@ -371,6 +372,14 @@ class Pipeline:
 
     async def follow(self, dep: Deployment, thread: Thread, *, until_ready: bool = True,
                      facts: HostFacts | None = None) -> Outcome:
+        self.following.add(dep.id)
+        try:
+            return await self._follow(dep, thread, until_ready=until_ready, facts=facts)
+        finally:
+            self.following.discard(dep.id)
+
+    async def _follow(self, dep: Deployment, thread: Thread, *, until_ready: bool,
+                      facts: HostFacts | None) -> Outcome:
         slack = self.config.slack
         follower = Follower(self.remotes.get(dep.host), self.host_config(dep.host), self.store, thread, dep,
                             redact=self.redact, excerpt_interval_s=slack.excerpt_interval_s,

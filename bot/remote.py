@@ -12,6 +12,7 @@ import logging
 import os
 import shlex
 import signal
+from collections import Counter as Tally
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
@@ -150,7 +151,8 @@ LINK_ERRORS: tuple[type[BaseException], ...] = (
 class SshRemote:
     """One pooled asyncssh connection per host; connect retried with exponential backoff (tenacity)."""
 
-    def __init__(self, host: str, config: HostConfig, *, connect_attempts: int = 4, backoff_max_s: float = 8.0) -> None:
+    def __init__(self, host: str, config: HostConfig, *, connect_attempts: int = 4, backoff_max_s: float = 8.0,
+                 failures: Tally[str] | None = None) -> None:
         self.host = host
         self.config = config
         self._conn: asyncssh.SSHClientConnection | None = None
@@ -160,8 +162,18 @@ class SshRemote:
         self._backoff_max = backoff_max_s
         self.round_trips = 0  # commands run over the pooled connection (run or stream)
         self.connects = 0  # SSH connections opened (1 unless the link dropped)
+        #: Failed connect attempts by host, shared by the pool (deploybot_ssh_connect_failures_total).
+        self.failures: Tally[str] = failures if failures is not None else Tally()
 
     async def _connect_once(self) -> asyncssh.SSHClientConnection:
+        try:
+            return await self._dial()
+        except BaseException as exc:
+            if not isinstance(exc, asyncio.CancelledError):
+                self.failures[self.host] += 1
+            raise
+
+    async def _dial(self) -> asyncssh.SSHClientConnection:
         cfg = self.config
         return await asyncssh.connect(
             cfg.address,
@@ -269,11 +281,13 @@ class RemotePool:
     def __init__(self, hosts: dict[str, HostConfig]) -> None:
         self._hosts = hosts
         self._remotes: dict[str, Remote] = {}
+        self.connect_failures: Tally[str] = Tally()  # kept when the remotes are closed and made again
 
     def get(self, host: str) -> Remote:
         if host not in self._remotes:
             cfg = self._hosts[host]
-            self._remotes[host] = LocalRemote(host) if cfg.transport == "local" else SshRemote(host, cfg)
+            self._remotes[host] = (LocalRemote(host) if cfg.transport == "local"
+                                   else SshRemote(host, cfg, failures=self.connect_failures))
         return self._remotes[host]
 
     async def close(self) -> None:

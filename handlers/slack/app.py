@@ -19,6 +19,7 @@ import asyncio
 import logging
 import re
 import threading
+import time
 from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from bot.config import AppConfig, Secrets
 from bot.diagnose import diagnose
 from bot.events import ApprovalDecided, Diagnosed, Event, Failed, Info, Launched, LogExcerpt, Stopped
 from bot.follow import fetch_tail
+from bot.metrics import BotMetrics, ObservedThread
 from bot.models import DeployRequest, Deployment, Frozen, ParseError, utcnow
 from bot.pipeline import Outcome, Pipeline, Requester
 from bot.remote import RemoteError
@@ -43,6 +45,7 @@ from bot.request import help_text, is_help_request, parse_request
 from bot.store import Store
 from handlers.slack.client import SlackSetupError, make_web_client
 from handlers.slack.home import publish_home
+from handlers.slack.metered import MeteredSlackThread
 from handlers.slack.refs import ApprovalMessage, SlackRefs
 from handlers.slack.render import (
     APPROVE_ACTION_ID,
@@ -232,6 +235,9 @@ class SlackSurface:
     def __init__(self, pipeline: Pipeline, secrets: Secrets, *, client: AsyncWebClient | None = None,
                  until_ready: bool = False) -> None:
         self.pipeline = pipeline
+        # Read at scrape time from the story loop's objects (ints and a Counter: safe to read across threads).
+        self.metrics = BotMetrics(followers=lambda: len(pipeline.following),
+                                  ssh_failures=lambda: pipeline.remotes.connect_failures)
         self.store = pipeline.store
         self.config = pipeline.config
         self.client = client or make_web_client(secrets)
@@ -297,13 +303,15 @@ class SlackSurface:
 
     def _thread(self, channel: str, *, thread_ts: str | None = None, status_ts: str | None = None,
                 board: StatusBoard | None = None, status_message: bool = True,
-                max_lines: int | None = None) -> SlackThread:
+                max_lines: int | None = None, requested_at: float | None = None) -> SlackThread:
         slack = self.config.slack
         if max_lines is not None:
             # `logs N` shows the N lines asked for, at once: its own limits, not the follower's.
             slack = slack.model_copy(update={"excerpt_max_lines": max_lines, "excerpt_interval_s": 0.0})
-        return SlackThread(self.client, channel, thread_ts=thread_ts, status_ts=status_ts, config=slack,
-                           redact=self.pipeline.redact, board=board, refs=self.refs, status_message=status_message)
+        return MeteredSlackThread(self.client, channel, thread_ts=thread_ts, status_ts=status_ts, config=slack,
+                                  redact=self.pipeline.redact, board=board, refs=self.refs,
+                                  status_message=status_message,
+                                  story=self.metrics.story(requested_at=requested_at))
 
     async def _finish(self, outcome: Outcome, thread: SlackThread) -> None:
         """After the pipeline returned: a server that a stop ended shows it on its own status message."""
@@ -331,6 +339,7 @@ class SlackSurface:
     # ----------------------------------------------------------------------------------------- /deploy
 
     async def _on_deploy(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        received = time.perf_counter()  # request-to-PID starts here
         user, channel = command.get("user_id", ""), command.get("channel_id", "")
         text = command.get("text") or ""
         trigger = command.get("trigger_id")
@@ -347,7 +356,7 @@ class SlackSurface:
             if isinstance(parsed, ParseError) and parsed.kind in RESOLVE_BY_PROBING:
                 # Maybe a folder copied since the last probe: the host is probed after the ack, never before it.
                 await ack()
-                self.spawn(self._deploy_after_probe(text, user, channel, command.get("response_url")),
+                self.spawn(self._deploy_after_probe(text, user, channel, command.get("response_url"), received),
                            name=f"deploy:{trigger}")
                 return
             if isinstance(parsed, ParseError):
@@ -366,9 +375,11 @@ class SlackSurface:
             await ack(response_type="ephemeral", text="deploybot hit an internal error; the operator's log has it")
             return
         await ack()
-        self.spawn(self._deploy(parsed, text, user, channel, command.get("response_url")), name=f"deploy:{trigger}")
+        self.spawn(self._deploy(parsed, text, user, channel, command.get("response_url"), received),
+                   name=f"deploy:{trigger}")
 
-    async def _deploy_after_probe(self, text: str, user: str, channel: str, response_url: str | None) -> None:
+    async def _deploy_after_probe(self, text: str, user: str, channel: str, response_url: str | None,
+                                  received: float | None = None) -> None:
         """A name the inventory did not have: one probe of the host named (all when none is), read again, then
         deploy, or answer the parse error as the ack would have (ephemeral, through the response URL)."""
         parsed = await self.pipeline.parse(text)
@@ -385,14 +396,14 @@ class SlackSurface:
                                        detail=f"not authorized in {channel}: {why}")
         if refusal is None:
             assert isinstance(parsed, DeployRequest)
-            await self._deploy(parsed, text, user, channel, response_url)
+            await self._deploy(parsed, text, user, channel, response_url, received)
         elif response_url:
             await AsyncRespond(response_url=response_url)(text=refusal, response_type="ephemeral",
                                                           replace_original=False)
 
     async def _deploy(self, request: DeployRequest, text: str, user: str, channel: str,
-                      response_url: str | None) -> None:
-        thread = self._thread(channel)
+                      response_url: str | None, received: float | None = None) -> None:
+        thread = self._thread(channel, requested_at=received)
         try:
             await thread.start(parent_text(user, text))
         except SlackApiError as exc:
@@ -448,7 +459,7 @@ class SlackSurface:
         target = DeployRequest(action="status", host=dep.host, model=dep.model, port=dep.port)
         if command.name == "restart":
             # A new deployment: its own status message in the same thread.
-            thread = self._thread(channel, thread_ts=thread_ts)
+            thread = self._thread(channel, thread_ts=thread_ts, requested_at=time.perf_counter())
             request = target.model_copy(update={"action": "restart"})
             await self._run(thread, self.pipeline.handle_request(request, _Told(thread, self.store), who,
                                                                  until_ready=self.until_ready))
@@ -615,7 +626,8 @@ class SlackSurface:
                                                                                until_ready=self.until_ready)),
                                         name=f"resume:{dep.id}"))
             else:
-                tasks.append(self.spawn(self.pipeline.resume(dep, _LogThread(dep), until_ready=self.until_ready),
+                logged = ObservedThread(_LogThread(dep), self.metrics.story())
+                tasks.append(self.spawn(self.pipeline.resume(dep, logged, until_ready=self.until_ready),
                                         name=f"resume:{dep.id}"))
         return tasks
 

@@ -22,6 +22,8 @@ from bot.pipeline import Pipeline
 from bot.store import Store
 from handlers.slack.app import EVENTS_PATH, SlackSurface
 from handlers.slack.client import SlackSetupError, make_web_client
+from handlers.slack.metered import MetricsServer, TimedSocketModeHandler, instrument
+from bot.metrics import sample_loop_lag
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +34,9 @@ class SlackService:
     """The Slack app serving (HTTP or Socket Mode) with its pipeline; `start()` then `stop()`."""
 
     def __init__(self, config: AppConfig, store: Store, secrets: Secrets, *, port: int = 3000,
-                 host: str = "0.0.0.0", client: AsyncWebClient | None = None) -> None:
+                 host: str = "0.0.0.0", client: AsyncWebClient | None = None,
+                 metrics_port: int | None = None) -> None:
+        """`metrics_port`: where Socket Mode serves `GET /metrics` (HTTP mode serves it on `port`)."""
         if not secrets.slack_bot_token:
             raise SlackSetupError("SLACK_BOT_TOKEN is not set: export the bot token (xoxb-...) of the Slack app")
         if not secrets.slack_app_token and not secrets.slack_signing_secret:
@@ -49,6 +53,9 @@ class SlackService:
         self._runner: web.AppRunner | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._sweeper: asyncio.Future[None] | None = None
+        self._metrics_port = metrics_port
+        self.metrics_server: MetricsServer | None = None
+        self._lag: list[asyncio.Future[None]] = []
         self.discovering: asyncio.Future[None] | None = None
 
     @property
@@ -69,11 +76,18 @@ class SlackService:
         # Every host probed now, all at once, and again every discovery.refresh_interval_s: the models each has
         # become nameable without a `models:` list. On the story loop, so requests are acked meanwhile.
         self.discovering = self.surface.stories.submit(self.pipeline.discovery.refresh_forever())
+        metrics = self.surface.metrics
+        self._lag = [asyncio.ensure_future(sample_loop_lag(metrics, "slack")),
+                     self.surface.stories.submit(sample_loop_lag(metrics, "stories"))]
         if self.socket_mode:
-            self._socket = AsyncSocketModeHandler(self.surface.app, self.secrets.slack_app_token)
+            if self._metrics_port is not None:
+                self.metrics_server = MetricsServer(metrics, self.host, self._metrics_port)
+                await self.metrics_server.start()
+            self._socket = TimedSocketModeHandler(self.surface.app, self.secrets.slack_app_token, metrics=metrics)
             await self._socket.connect_async()
         else:
-            self._runner = web.AppRunner(self.surface.app.web_app(path=EVENTS_PATH), access_log=None)
+            web_app = instrument(self.surface.app.web_app(path=EVENTS_PATH), metrics, EVENTS_PATH)
+            self._runner = web.AppRunner(web_app, access_log=None)
             await self._runner.setup()
             await web.TCPSite(self._runner, self.host, self._port).start()
         return len(resumed)
@@ -86,16 +100,21 @@ class SlackService:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+            self.metrics_server = None
+        for sampler in self._lag:
+            sampler.cancel()
         await self.surface.close()  # cancels the stories and closes the pipeline's connections on their loop
 
 
 async def serve(config: AppConfig, store: Store, secrets: Secrets, *, port: int = 3000, host: str = "0.0.0.0",
-                shutdown: asyncio.Event | None = None) -> int:
+                shutdown: asyncio.Event | None = None, metrics_port: int | None = None) -> int:
     """Run until SIGINT / SIGTERM (or `shutdown` is set). Exit code 0, or 2 when the Slack setup is incomplete."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        service = SlackService(config, store, secrets, port=port, host=host)
+        service = SlackService(config, store, secrets, port=port, host=host, metrics_port=metrics_port)
     except SlackSetupError as exc:
         print(f"deploybot serve: {exc}", file=sys.stderr)
         return EXIT_SETUP
@@ -111,6 +130,8 @@ async def serve(config: AppConfig, store: Store, secrets: Secrets, *, port: int 
     try:
         resumed = await service.start()
         where = "Socket Mode" if service.socket_mode else f"http://{host}:{service.port}{EVENTS_PATH}"
+        if service.metrics_server is not None:
+            where += f", metrics on http://{host}:{service.metrics_server.port}/metrics"
         log.info("deploybot is listening (%s); %d deployment(s) resumed", where, resumed)
         await stop.wait()
     finally:
