@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup sshd demo test bench clean
+.PHONY: setup sshd demo test bench clean engine-check
 
 $(BIN)/deploybot: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ demo: setup
 
 test: setup sshd
 	$(BIN)/python -m pytest
+
+# The real engines' own validation over every plan deploybot makes (tools/README.md). Not part of `make test`:
+# it installs each captured SGLang / vLLM release into throwaway venvs under ENGINE_WORK (a few GB, PyPI needed).
+ENGINE_WORK ?= /tmp/engine-venvs
+engine-check: setup
+	$(BIN)/python tools/engine_check.py --work $(ENGINE_WORK)
 
 bench: setup sshd
 	$(BIN)/python bench/run_all.py

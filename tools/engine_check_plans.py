@@ -1,0 +1,130 @@
+"""The plan matrix of `make engine-check`: what deploybot plans for every shipped model config x captured engine
+release x request variant, on simulated hosts of 8 GPUs of 24 / 48 / 80 / 141 GB; plus the negative controls.
+
+Runs in the repository's venv (it imports the planner); the plans are then validated by tools/engine_validate.py
+inside each release's own venv.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.config import HostConfig, Policy
+from bot.models import DeployRequest, EngineInstall, GpuInfo, HostFacts, LaunchPlan, ModelFolder
+from bot.simhost.captures import captured_versions, help_text
+from bot.simhost.modelfiles import CONFIG_DIR, available_models, write_model_folder
+from planners.plan import make_plan
+
+MIB = 1 << 20
+#: GPU kind -> (name, MiB as nvidia-smi prints it, compute capability); tools/engine_device.py answers the same.
+GPU_KINDS = {
+    "24": ("NVIDIA GeForce RTX 4090", 24564, "8.9"),
+    "48": ("NVIDIA RTX A6000", 49140, "8.6"),
+    "80": ("NVIDIA H100 80GB HBM3", 81559, "9.0"),
+    "141": ("NVIDIA H200", 143771, "9.0"),
+}
+GPU_COUNT = 8
+VARIANTS: dict[str, dict] = {
+    "default": {},
+    "mtp": {"speculative": "mtp"},
+    "ctx32k": {"context_length": 32768},
+    "fp8": {"quantization": "fp8"},
+    "mtp+fp8": {"speculative": "mtp", "quantization": "fp8"},
+    "mtp+ctx32k": {"speculative": "mtp", "context_length": 32768},
+    "tp8": {"tp": 8},
+}
+
+
+@dataclass
+class Case:
+    id: str
+    engine: str
+    version: str
+    gpu: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    control: str | None = None  # a negative control: what it breaks
+
+
+def gpus(kind: str) -> list[GpuInfo]:
+    name, mib, cc = GPU_KINDS[kind]
+    return [
+        GpuInfo(index=i, name=name, uuid=f"GPU-{i:04d}", memory_total_bytes=mib * MIB, memory_used_bytes=300 * MIB,
+                memory_free_bytes=(mib - 300) * MIB, compute_capability=cc)
+        for i in range(GPU_COUNT)
+    ]
+
+
+def model_folder(models_dir: Path, name: str) -> ModelFolder:
+    folder = models_dir / name
+    if not (folder / "config.json").exists():
+        write_model_folder(models_dir, name)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    config = json.loads((CONFIG_DIR / f"{name}.json").read_text())
+    if "auto_map" in config:
+        # the real checkpoint ships the custom configuration_*.py that auto_map names; the simulated folder has no
+        # code, so the engines read the config through transformers' built-in class (same model_type) instead.
+        # The planner still sees auto_map (and asks for --trust-remote-code as it would on the real folder).
+        (folder / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "auto_map"}))
+    return ModelFolder(name=name, path=str(folder), exists=True, config=config,
+                       index_total_size=index["metadata"]["total_size"], has_custom_code=False)
+
+
+def facts(engine: str, version: str, kind: str, folder: ModelFolder) -> HostFacts:
+    return HostFacts(host="check", gpu_source="nvml", gpus=gpus(kind), model=folder, models_available=[folder.name],
+                     engines={engine: EngineInstall(name=engine, version=version)},
+                     engine_help={engine: help_text(engine, version)})
+
+
+def plans(models_dir: Path) -> tuple[list[Case], list[str]]:
+    """Every plan deploybot makes over the matrix, and one line per request it refused (not a plan: not checked)."""
+    cases: list[Case] = []
+    refused: list[str] = []
+    host = HostConfig(models_dir=str(models_dir), python="/usr/bin/python3", transport="local")
+    policy = Policy()
+    for model in available_models():
+        folder = model_folder(models_dir, model)
+        for engine in ("sglang", "vllm"):
+            for version in captured_versions(engine):
+                for kind in GPU_KINDS:
+                    for variant, asked in VARIANTS.items():
+                        request = DeployRequest(action="start", model=model, host="check", engine=engine, **asked)
+                        result = make_plan(request, facts(engine, version, kind, folder), host, policy)
+                        case_id = f"{engine}-{version} {kind}GB {model} {variant}"
+                        if isinstance(result, LaunchPlan):
+                            cases.append(Case(case_id, engine, version, kind, result.argv[3:], dict(result.env)))
+                        else:
+                            refused.append(f"{case_id}: {result.reason}")
+    return cases, refused
+
+
+def controls(models_dir: Path) -> list[Case]:
+    """Launch lines that must fail each engine's own validation: they show the check can say no."""
+    qwen8, llama8, qwen36 = (str(models_dir / m) for m in ("Qwen3-8B", "Llama-3.1-8B-Instruct", "Qwen3.6-27B"))
+    for name in ("Qwen3-8B", "Llama-3.1-8B-Instruct", "Qwen3.6-27B"):
+        model_folder(models_dir, name)
+    out: list[Case] = []
+    for version in captured_versions("sglang"):
+        base = ["--trust-remote-code"]
+        out += [
+            Case(f"sglang-{version} control context", "sglang", version, "80",
+                 ["--model-path", qwen8, "--context-length", "1000000"], control="context 1,000,000 > the model's 40,960"),
+            Case(f"sglang-{version} control partial-spec", "sglang", version, "80",
+                 ["--model-path", qwen36, "--tp-size", "2", *base, "--disable-radix-cache", "--speculative-algorithm",
+                  "EAGLE", "--speculative-eagle-topk", "1"], control="topk without --speculative-num-steps"),
+            Case(f"sglang-{version} control tp3", "sglang", version, "80",
+                 ["--model-path", llama8, "--tp-size", "3"], control="TP 3 on 32 attention heads"),
+        ]
+    for version in captured_versions("vllm"):
+        out += [
+            Case(f"vllm-{version} control context", "vllm", version, "80",
+                 ["--model", qwen8, "--max-model-len", "1000000"], control="max-model-len 1,000,000 > the model's 40,960"),
+            Case(f"vllm-{version} control partial-spec", "vllm", version, "80",
+                 ["--model", llama8, "--speculative-config", '{"num_speculative_tokens": 1}'],
+                 control="num_speculative_tokens without a method or draft model"),
+            Case(f"vllm-{version} control tp3", "vllm", version, "80",
+                 ["--model", llama8, "--tensor-parallel-size", "3"], control="TP 3 on 32 attention heads"),
+        ]
+    return out
