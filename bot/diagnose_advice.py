@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bot.diagnose_advice_mtp import keep_mtp_for_radix_cache
 from bot.models import EngineName, Fix, GpuProcess, HostFacts, LaunchPlan, PlanOverrides
 
 if TYPE_CHECKING:
@@ -514,10 +515,10 @@ def _advise_tp(f: Finding, s: PlanView) -> Advice:
 
 def _advise_speculative(f: Finding, s: PlanView) -> Advice:
     text = f.decisive.text if f.decisive else ""
+    kept = keep_mtp_for_radix_cache(text, s.plan, s.facts)  # the engine says how to keep MTP: do that
+    if kept:
+        return kept
     steps: list[str] = []
-    if "mamba-scheduler-strategy" in text or "mamba_scheduler_strategy" in text:
-        steps.append("this hybrid (Mamba/GDN) model needs --mamba-scheduler-strategy extra_buffer and "
-                     "SGLANG_ENABLE_SPEC_V2=1 for speculative decoding with the radix cache (or --disable-radix-cache)")
     if re.search(r"KeyError: '[^']*(?:mtp|nextn|eagle|draft)", text, re.IGNORECASE):
         steps.append("the checkpoint has no MTP/draft weights this engine version can load (a fine-tune that "
                      "dropped them, or a loader bug in this version)")
