@@ -49,7 +49,7 @@ from bot.diagnose_rules import (
 )
 from bot.diagnose_structure import TailStructure, parse_structure
 from bot.diagnose_structure_rules import hinted_categories, structural_hits
-from bot.diagnose_unknown import SIGKILL_EXIT_CODES, unrecognised
+from bot.diagnose_unknown import SIGKILL_EXIT_CODES, import_behind_inspection, unrecognised
 from bot.diagnose_version_check import engine_too_old
 from bot.logevents import LAUNCH_START, detect_engine_of, normalize_line
 from bot.models import Diagnosis, HostFacts, LaunchPlan
@@ -282,6 +282,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         finding.confidence = min(finding.confidence, 0.45)
     finding.structure = structure
     engine_too_old(finding, setup, lines)
+    import_behind_inspection(finding, lines)
     finding.alternatives = _alternatives(finding, hits, structure)
     if finding.alternatives:
         finding.confidence = min(finding.confidence, 0.6)

@@ -11,7 +11,7 @@ import re
 from bot.diagnose_advice import Finding, LogLine
 from bot.diagnose_health import Health
 from bot.diagnose_render import last_line
-from bot.diagnose_rules import FRAMING, GENERIC_ERROR, SELF_KILL
+from bot.diagnose_rules import FRAMING, GENERIC_ERROR, OPTIONAL_IMPORT, SELF_KILL
 from bot.diagnose_structure import TailStructure
 
 SIGKILL_EXIT_CODES = frozenset({137, -9})
@@ -104,3 +104,24 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
         return Finding(category="other", confidence=0.3, decisive=last_line(lines), cause=cause,
                        kind="segfault" if signal == "SIGSEGV" else "signal" if signal else None)
     return None
+
+
+#: An import that failed anywhere before the engine gave up on a model (a module, a compiled extension).
+_FAILED_IMPORT = re.compile(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'"
+                            r"|undefined symbol: \S|cannot open shared object file")
+
+
+def import_behind_inspection(finding: Finding, lines: list[LogLine]) -> None:
+    """vLLM inspects a model's module in a subprocess; when the tail shows an import that failed before the
+    "failed to be inspected", that import is the cause (a missing dependency), not the architecture."""
+    if finding.rule not in ("architecture_inspection_failed", "registry_failed") or finding.pos < 0:
+        return
+    failed = next((line for line in lines[:finding.pos] if _FAILED_IMPORT.search(line.text)
+                   and not OPTIONAL_IMPORT.search(line.text)), None)
+    if failed is None:
+        return
+    if finding.decisive is not None:
+        finding.support.append(finding.decisive)
+    finding.category, finding.kind, finding.decisive, finding.match = "missing_dependency", "module", failed, None
+    finding.cause = "an import failed (quoted) and the engine's model inspection died of it"
+    finding.alternatives = ["unsupported_architecture"]

@@ -265,3 +265,14 @@ def test_transformers_not_knowing_a_model_newer_than_the_engine_is_an_engine_too
     new = old.model_copy(update={"engine_version": "0.9.0"})
     assert diagnose(line, plan=new).category == "transformers_too_old"
     assert diagnose(line).category == "transformers_too_old"  # no version known: the words decide
+
+
+def test_an_import_failed_far_above_the_inspection_is_the_cause():
+    # vllm-project/vllm#9701's shape: the compiled extension's import warning, many lines, then the inspection.
+    filler = "".join(f"INFO 10-24 21:42:{i:02d} [config.py:1] resolving model config step {i}\n" for i in range(30))
+    log = ("WARNING 10-24 21:42:41 _custom_ops.py:19] Failed to import from vllm._C with ImportError('libcuda.so.1: "
+           "cannot open shared object file: No such file or directory')\n" + filler + INSPECT_LOG)
+    result = diagnose(log, exit_code=1)
+    assert result.category == "missing_dependency", diagnosis_text(result)
+    assert "Failed to import from vllm._C" in result.evidence[0].text
+    assert result.alternatives == ["unsupported_architecture"]
