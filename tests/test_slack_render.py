@@ -412,6 +412,14 @@ def test_diagnosis_blocks_show_cause_evidence_steps_and_fix() -> None:
     assert APPROVE_ACTION_ID in all_text(diagnosis_blocks(diagnosis, approval=approval()))
 
 
+def test_an_unsure_diagnosis_names_its_alternatives_in_slack() -> None:
+    diagnosis = Diagnosis(category="other", cause="unrecognised crash; last error: IndexError: index out of range",
+                          confidence=0.3, alternatives=["cuda_graph_oom"], next_steps=["search the issues"])
+    text = all_text(diagnosis_blocks(diagnosis, approval=None))
+    assert "unsure between other, cuda_graph_oom" in text
+    assert "unsure" not in all_text(diagnosis_blocks(diagnosis.model_copy(update={"alternatives": []}), approval=None))
+
+
 # --------------------------------------------------------------------------------------------- help and home
 
 
