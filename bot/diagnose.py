@@ -54,7 +54,7 @@ from bot.diagnose_version_check import engine_too_old
 from bot.logevents import LAUNCH_START, detect_engine_of, normalize_line
 from bot.models import Diagnosis, HostFacts, LaunchPlan
 from bot.redact import redact
-from bot.tail import TAIL_BYTES, read_tail
+from bot.tail import TAIL_BYTES, bound_text, read_tail
 
 __all__ = ["diagnose", "diagnose_file", "diagnosis_text"]
 
@@ -263,7 +263,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     known (137 / -9: SIGKILL); ``engine`` 'sglang' / 'vllm' when known (else read from the plan or the log).
     With ``plan`` and ``facts`` the next steps carry this plan's numbers and ``fix`` is the changed plan.
     """
-    lines = _prepare(log_tail)
+    # Bounded input before any rule runs: the last TAIL_BYTES characters, every line cut at MAX_LINE_CHARS.
+    lines = _prepare(bound_text(log_tail))
     engine = engine or (plan.engine if plan else None) or detect_engine_of((line.raw, line.text) for line in lines)
     setup = PlanView(engine, plan, facts)
     health = read_health(lines, engine)

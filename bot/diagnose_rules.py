@@ -51,7 +51,7 @@ RULES: tuple[Rule, ...] = (
             r"specified in the .?quantization.? argument \(([\w-]+)\)"),
          85, 0.9, "--quantization {1} contradicts the checkpoint's own quantization ({0})", kind="quantization_arg"),
     Rule("incompatible_flags", "bad_argument",
-         _r(r"(--[\w-]+)[^\n]{0,120}\b(?:cannot be used (?:together )?with|is not compatible with|is incompatible "
+         _r(r"(?<![\w-])(--[\w-]++)[^\n]{0,120}\b(?:cannot be used (?:together )?with|is not compatible with|is incompatible "
             r"with|are mutually exclusive)\b[^\n]{0,80}"),
          55, 0.7, "incompatible flags ({0} and another option)",
          exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
@@ -91,7 +91,7 @@ RULES: tuple[Rule, ...] = (
             r"|does not support"
             r"|must be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
             r"|\b(?:expected both|invalid|unsupported|not supported|not compatible)\b[^\n]{0,60}\bspeculat"
-            r"|only [\w ,]+ speculative algorithms? (?:is|are) supported"),
+            r"|only [\w ,]{1,120} speculative algorithms? (?:is|are) supported"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
     Rule("draft_invalid", "speculative_config_invalid",
          _r(r"\b(?:eagle3?|mtp|nextn|draft[ _]model|num_speculative_tokens|n_predict)\b[^\n]{0,200}"
@@ -122,7 +122,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"does not appear to have (?:a )?files? named ([\w./-]+)|No such file or directory: '([^']*(?:config\.json"
             r"|\.safetensors|\.bin|\.gguf|tokenizer[^']*))'|Cannot find any model weights|No model weights found"
             r"|can(?:no|')t find (?:the )?config(?:\.json| file)"
-            r"|It looks like the config file at .* is not a valid JSON"),
+            r"|It looks like the config file at [^\n]{0,400} is not a valid JSON"),
          75, 0.85, "a model file is missing: {0}", kind="path"),
     Rule("checkpoint_unreadable", "model_files_missing_or_corrupt",
          _r(r"PytorchStreamReader failed reading zip archive|invalid load key|unexpected EOF while reading"),
@@ -147,17 +147,17 @@ RULES: tuple[Rule, ...] = (
          "the Python module '{0}' is not installed in the engine's environment", kind="module",
          exclude=OPTIONAL_IMPORT),
     Rule("shared_library", "missing_dependency",
-         _r(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
+         _r(r"(?<![\w.+-])(lib[\w.+-]{0,200}\.so[\w.]*+): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
          "a compiled library cannot be loaded ({0}{1}): a binary built against other versions", kind="binary",
          exclude=OPTIONAL_IMPORT, unsure=("cuda_arch_or_driver",)),
     Rule("import_error", "missing_dependency", _r(r"^ImportError: (.+)"), 65, 0.75,
          "an import failed: {0}", kind="import"),
     Rule("please_install", "missing_dependency",
-         _r(r"\b(?:please install|pip install) ([\w.\[\]-]+)|\b([\w.-]+) is not installed\b"), 50, 0.65,
+         _r(r"\b(?:please install|pip install) ([\w.\[\]-]+)|(?<![\w.-])([\w.-]++) is not installed\b"), 50, 0.65,
          "a required package is not installed ({0}{1})", kind="module", exclude=OPTIONAL_IMPORT),
     # ------------------------------------------------------------------ GPU architecture / driver / quantization
     Rule("quant_dtype", "quantization_unsupported",
-         _r(r"([\w.]+) is not supported for quantization method (\w+)"), 82, 0.9,
+         _r(r"(?<![\w.])([\w.]++) is not supported for quantization method (\w+)"), 82, 0.9,
          "{0} is not supported by the {1} quantization kernels of this engine version", kind="dtype"),
     Rule("quant_gpu", "quantization_unsupported",
          _r(r"quantization method (\w+) is not supported for the current GPU"), 82, 0.9,
@@ -199,7 +199,7 @@ RULES: tuple[Rule, ...] = (
          80, 0.9, "a JIT build needs the CUDA toolkit (nvcc / CUDA_HOME), which was not found", kind="nvcc"),
     Rule("ninja_failed", "jit_compile_failure",
          _r(r"Ninja build failed|ninja: build stopped|Command '\['ninja'|Error building extension|"
-            r"CalledProcessError: Command '\[[^\]]*ninja"),
+            r"CalledProcessError: Command '\[[^\]]{0,400}ninja"),
          78, 0.85, "a JIT kernel build (ninja) failed", kind="ninja"),
     Rule("ptxas_failed", "jit_compile_failure",
          _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal"), 70, 0.75,

@@ -45,7 +45,7 @@ _TORCH_LEVEL = re.compile(r"^\[([WEIF])(?:\d{4}\s[\d:.]+)?\s*[\w./-]*:\d+\]\s*")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?:\s")
 #: After a timestamp, pipe-separated fields of wrapper loggers: FastChat "| ERROR | stderr |", loguru "| INFO |".
 _PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?(?:[\w.:<>-]{1,40}\s*\|\s?)?")
-_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+_RAY_REPEAT = re.compile(r"(?<!\s)\s*+\[repeated \d+x across cluster\].*$")
 
 _LEVEL_NAMES = {"W": "WARNING", "E": "ERROR", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING"}
 
@@ -190,13 +190,13 @@ _VLLM_MODEL_LOADING = re.compile(r"Model loading took ([\d.]+) ?(?:GiB|GB)(?: me
 _VLLM_WEIGHTS_TOOK = re.compile(r"Loading weights took ([\d.]+) seconds")
 _VLLM_V0_WEIGHTS = re.compile(r"Loading model weights took ([\d.]+) ?(?:GiB|GB)")
 
-_SGL_KV = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
+_SGL_KV = re.compile(r"KV Cache is allocated\..{0,300}?#tokens: (\d+)")
 _SGL_KV_KV_SIZES = re.compile(r"K size: ([\d.]+) GB, V size: ([\d.]+) GB")
 _SGL_KV_MLA_SIZE = re.compile(r"KV size: ([\d.]+) GB")
 _SGL_MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(\d+)")
 _VLLM_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) ?GiB")
 _VLLM_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_VLLM_V0_BLOCKS = re.compile(r"#?\s*(?:GPU|cuda) blocks: (\d+)")
+_VLLM_V0_BLOCKS = re.compile(r"(?:GPU|cuda) blocks: (\d+)")
 _VLLM_V0_KV_SIZE = re.compile(r"kv_cache_size=([\d.]+) ?GiB")
 _VLLM_BLOCK_SIZE = re.compile(r"\bblock_size=(\d+)")
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Literal, Protocol
 
 from bot.config import AppConfig, HostConfig, Secrets
-from bot.diagnose import diagnose
+from bot.diagnose_runner import DiagnosisRunner
 from bot.discovery import Discovery, parse_resolving
 from bot.events import (
     ApprovalDecided,
@@ -105,6 +105,7 @@ class Pipeline:
         secrets: Secrets | None = None,
         remotes: RemotePool | None = None,
         approver: InteractiveApprover | None = None,
+        diagnoser: DiagnosisRunner | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -112,6 +113,8 @@ class Pipeline:
         self.remotes = remotes or RemotePool(config.hosts)
         self.approver = approver
         self.discovery = Discovery(config, store, self.remotes)
+        #: Diagnosis runs off the event loop under a deadline (bot/diagnose_runner.py).
+        self.diagnoser = diagnoser or DiagnosisRunner()
         self._host_locks: dict[str, asyncio.Lock] = {}
         self.following: set[str] = set()  # ids of the deployments whose log is followed now (a metrics gauge)
 
@@ -432,7 +435,8 @@ class Pipeline:
             except RemoteError:
                 tail = ""
         tail = self.redact(tail)
-        diagnosis = diagnose(tail, exit_code=exit_code, engine=dep.engine, plan=dep.plan, facts=facts)
+        diagnosis = await self.diagnoser.diagnose(tail, exit_code=exit_code, engine=dep.engine, plan=dep.plan,
+                                                  facts=facts, secrets=self.secrets.values())
         dep.diagnosis = diagnosis
         await self.store.save_deployment(dep)
         await thread.emit(Crashed(exit_code=exit_code, tail=tail.splitlines()[-15:]))
@@ -704,6 +708,7 @@ class Pipeline:
 
     async def close(self) -> None:
         await self.remotes.close()
+        await self.diagnoser.close()
 
 
 def _age(when: datetime) -> str:

@@ -42,7 +42,7 @@ _PRIVATE_KEY = re.compile(
 _BEARER = re.compile(r"(?i)\b(Bearer|Basic)(\s+)(?!\[REDACTED\])([A-Za-z0-9._~+/=-]{8,})")
 
 # scheme://user:PASSWORD@host -> keep user and host. The user part may be empty (redis://:pass@host).
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\"]*:)([^\s@/'\"]+)(@)")
+_URL_PASSWORD = re.compile(r"(?<![a-zA-Z0-9+.-])([a-zA-Z][a-zA-Z0-9+.-]*+://[^\s:/@'\"]*:)([^\s@/'\"]+)(@)")
 
 # A secret-named key followed by its value: ENV style, key=value, JSON/Python dict style, or a CLI flag.
 # The key may carry a prefix (SLACK_BOT_TOKEN, aws_secret_access_key); "max_tokens"/"eos_token_id" do not match

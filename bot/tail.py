@@ -13,6 +13,9 @@ from pathlib import Path
 #: The default bound used everywhere a log end is read (locally here, remotely with ``tail -c``). 256 KiB holds a
 #: few thousand lines: every traceback in the corpus and the phase markers above it, with room to spare.
 TAIL_BYTES: int = 256 * 1024
+#: The longest line any rule reads: the follow agent cuts its lines at the same length (bot/agents/follow_agent.py).
+#: No engine message is longer; a longer "line" is a progress bar, a dumped tensor or a hostile host.
+MAX_LINE_CHARS: int = 4096
 
 
 def read_tail(path: str | Path, max_bytes: int = TAIL_BYTES) -> str:
@@ -34,3 +37,20 @@ def read_tail(path: str | Path, max_bytes: int = TAIL_BYTES) -> str:
         if newline != -1:
             data = data[newline + 1:]
     return data.decode("utf-8", errors="replace")
+
+
+def bound_text(text: str, max_chars: int = TAIL_BYTES, max_line_chars: int = MAX_LINE_CHARS) -> str:
+    """``text`` with every line cut to its first ``max_line_chars`` characters, then to its last ``max_chars``
+    characters (from a line boundary).
+
+    This is what makes every pattern that reads host text run on bounded input, whatever the caller passed: the
+    work of a rule then grows with the number of lines (bounded by the tail) times a bounded line, never with one
+    line of 10 MB. Lines are cut first, so a huge last line does not push the traceback above it out of the window.
+    """
+    if any(len(line) > max_line_chars for line in text.split("\n")):
+        text = "\n".join(line[:max_line_chars] for line in text.split("\n"))
+    if len(text) > max_chars:
+        window = text[-max_chars:]
+        newline = window.find("\n")
+        text = window[newline + 1:] if newline != -1 else window
+    return text

@@ -33,7 +33,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import AppConfig, Secrets
-from bot.diagnose import diagnose
 from bot.events import ApprovalDecided, Diagnosed, Event, Failed, Info, Launched, LogExcerpt, Stopped
 from bot.follow import fetch_tail
 from bot.metrics import BotMetrics, ObservedThread
@@ -505,7 +504,8 @@ class SlackSurface:
         if tail is None:
             await thread.emit(Info(message=f"{dep.model} has no log yet"))
             return Outcome("done", dep)
-        diagnosis = diagnose(tail, exit_code=dep.exit_code, engine=dep.engine, plan=dep.plan)
+        diagnosis = await self.pipeline.diagnoser.diagnose(tail, exit_code=dep.exit_code, engine=dep.engine,
+                                                           plan=dep.plan, secrets=self.pipeline.secrets.values())
         await thread.emit(Diagnosed(diagnosis=diagnosis))
         await self.store.audit("diagnose", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
                                detail=diagnosis.cause)

@@ -18,6 +18,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import AppConfig, Secrets
+from bot.diagnose_runner import DiagnosisRunner
 from bot.pipeline import Pipeline
 from bot.store import Store
 from handlers.slack.app import EVENTS_PATH, SlackSurface
@@ -47,7 +48,8 @@ class SlackService:
         self.secrets = secrets
         self.host = host
         self._port = port
-        self.pipeline = Pipeline(config, store, secrets=secrets)
+        # The diagnosis runs in its own process: a crash log, however hostile, never holds the acks or SIGTERM.
+        self.pipeline = Pipeline(config, store, secrets=secrets, diagnoser=DiagnosisRunner(isolate=True))
         self.surface = SlackSurface(self.pipeline, secrets, client=client or make_web_client(secrets),
                                     until_ready=False)
         self._runner: web.AppRunner | None = None
@@ -70,6 +72,7 @@ class SlackService:
 
     async def start(self) -> int:
         """Resume what was running, then take requests. Returns how many deployments were resumed."""
+        self.pipeline.diagnoser.warm_up()
         resumed = await self.surface.resume_active()
         # Not one of the surface's tasks (those are the stories, which drain); ended with the story loop.
         self._sweeper = self.surface.stories.submit(self.surface.expire_forever())
