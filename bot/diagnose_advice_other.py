@@ -33,6 +33,13 @@ def _where_and_when(f: Finding) -> str:
     return where + (f", after: {phase}" if phase else ", before the weights started loading")
 
 
+def _package_of(path: str) -> str | None:
+    """The installed package a frame's file belongs to ('.../site-packages/outlines/models/x.py' -> 'outlines')."""
+    _, marker, rest = path.rpartition("-packages/")
+    head = rest.split("/", 1)[0] if marker and "/" in rest else ""
+    return head if head.isidentifier() else None
+
+
 def _search_step(f: Finding, s: PlanView) -> str:
     text = (f.decisive.text if f.decisive else f.cause)[:100]
     version = installed_version(s)
@@ -84,6 +91,11 @@ def _first_step(f: Finding, s: PlanView) -> str:
     structure = f.structure
     exc = (structure.exception_at(f.pos) or structure.last_exception) if structure else None
     if exc is not None:
+        package = _package_of(exc.frames[-1].path) if exc.frames else None
+        if package and package not in ("sglang", "vllm", "python"):
+            return f"the engine raised {exc.qualname}{context}: raised inside {package}, so most likely the installed " \
+                   f"{package} does not match what this engine release expects: install the {package} version the " \
+                   f"engine pins (see its requirements)"
         return f"the engine raised {exc.qualname}{context}: not a known misconfiguration, most likely an engine bug " \
                f"or a version mismatch between the engine and its packages (torch, transformers, flashinfer)"
     return f"the engine stopped{context} without an error this diagnoser knows; the quoted lines are the last errors"
