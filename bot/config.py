@@ -91,6 +91,8 @@ class Policy(Strict):
     ready_timeout_s: float = Field(default=1800, gt=0)
     #: Seconds between TERM and KILL when stopping.
     stop_grace_s: float = Field(default=20, ge=0)
+    #: While serve follows a ready server: seconds between reads of its engine's /metrics (0 = never).
+    engine_watch_interval_s: float = Field(default=60, ge=0)
 
 
 class SlackConfig(Strict):

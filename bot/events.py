@@ -104,6 +104,14 @@ class ApprovalDecided(Frozen):
     note: str | None = None
 
 
+class EngineLoad(Frozen):
+    """A ready server's live figures from its engine's own /metrics (the status message shows the latest)."""
+
+    kind: Literal["engine_load"] = "engine_load"
+    summary: str  # "3 running, 0 queued, KV cache 12%, 41.0 tok/s, spec accept 71%"
+    trouble: str | None = None  # "5 requests wait and the engine generates nothing (0 tok/s)"
+
+
 class Info(Frozen):
     kind: Literal["info"] = "info"
     message: str
@@ -121,7 +129,7 @@ class Failed(Frozen):
 Event = Annotated[
     Union[
         Parsed, ParseFailed, Probed, Planned, PlanRejected, Launched, LogExcerpt, Ready, Crashed, Diagnosed, Stopped,
-        ApprovalRequested, ApprovalDecided, Info, Failed,
+        ApprovalRequested, ApprovalDecided, EngineLoad, Info, Failed,
     ],
     Field(discriminator="kind"),
 ]

@@ -12,7 +12,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Literal, Protocol
+from collections.abc import Awaitable
+from typing import Literal, Protocol, TypeVar
 
 from bot.config import AppConfig, HostConfig, Secrets
 from bot.diagnose_runner import DiagnosisRunner
@@ -36,6 +37,8 @@ from bot.events import (
     Thread,
 )
 from bot.follow import Follower, fetch_tail
+from bot.engine_figures import figures_line, ready_figures
+from bot.engine_watch import watch_engine
 from bot.launch import LaunchFailed, launch, stop
 from bot.models import (
     DeployRequest,
@@ -55,6 +58,7 @@ from bot.store import Store
 from planners.plan import choose_host, make_plan
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 GIB = 1024**3
 
@@ -388,7 +392,9 @@ class Pipeline:
                             redact=self.redact, excerpt_interval_s=slack.excerpt_interval_s,
                             excerpt_max_lines=slack.excerpt_max_lines,
                             ready_timeout_s=self.config.policy.ready_timeout_s)
-        outcome = await follower.run(until_ready=until_ready or dep.state != "ready")
+        first = follower.run(until_ready=until_ready or dep.state != "ready")
+        outcome = await (self._while_watched(dep, thread, first) if dep.state == "ready" and not until_ready
+                         else first)
         if outcome.state == "ready":
             dep.state, dep.ready_at = "ready", utcnow()
             await self.store.update_deployment(dep.id, state="ready", ready_at=dep.ready_at)
@@ -401,7 +407,7 @@ class Pipeline:
                                    detail=f"{endpoint} in {outcome.seconds:.0f} s")
             if not until_ready:
                 # The bot keeps watching a ready server: a later crash is reported in its thread too.
-                outcome = await follower.run(until_ready=False)
+                outcome = await self._while_watched(dep, thread, follower.run(until_ready=False))
             else:
                 return Outcome("ready", dep)
         if outcome.state == "lost":
@@ -410,6 +416,19 @@ class Pipeline:
         if current is not None and current.state in ("stopping", "stopped"):
             return Outcome("stopped", current, "stopped on request")  # an intended stop is not a crash
         return await self._crashed(dep, outcome.exit_code, thread, facts)
+
+    async def _while_watched(self, dep: Deployment, thread: Thread, following: Awaitable[T]) -> T:
+        """Follow a ready server while its engine's /metrics are read now and then (bot/engine_watch.py)."""
+        interval = self.config.policy.engine_watch_interval_s
+        if not interval:
+            return await following
+        watcher = asyncio.create_task(watch_engine(self.remotes.get(dep.host), self.host_config(dep.host).python,
+                                                   dep, thread, interval), name=f"watch:{dep.id}")
+        try:
+            return await following
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
 
     async def _measured(self, dep: Deployment) -> str | None:
         """Predicted vs measured GPU memory once ready (one probe round trip)."""
@@ -666,8 +685,12 @@ class Pipeline:
 
     async def status(self, host: str | None, thread: Thread) -> Outcome:
         hosts = [host] if host else list(self.config.hosts)
-        results = await asyncio.gather(*(probe(self.remotes.get(h), h, self.host_config(h)) for h in hosts),
-                                       return_exceptions=True)
+        actives = {h: await self.store.active_deployments(h) for h in hosts}
+        # The engines' own /metrics are read while the hosts are probed (both one round trip per host).
+        results, live = await asyncio.gather(
+            asyncio.gather(*(probe(self.remotes.get(h), h, self.host_config(h)) for h in hosts), return_exceptions=True),
+            asyncio.gather(*(ready_figures(self.remotes.get(h), self.host_config(h).python, actives[h]) for h in hosts)))
+        figures = {dep_id: f for per_host in live for dep_id, f in per_host.items()}
         lines: list[str] = []
         for name, facts in zip(hosts, results):
             if isinstance(facts, BaseException):
@@ -676,13 +699,15 @@ class Pipeline:
             gpus = ", ".join(f"GPU {g.index} {g.memory_used_bytes / GIB:.1f}/{g.memory_total_bytes / GIB:.1f} GiB"
                              for g in facts.gpus) or "no GPUs seen"
             lines.append(f"{name}: {gpus}")
-            active = await self.store.active_deployments(name)
+            active = actives[name]
             for dep in active:
                 gpu_list = dep.plan.gpus
                 span = f"{gpu_list[0]}-{gpu_list[-1]}" if len(gpu_list) > 1 else str(gpu_list[0]) if gpu_list else "?"
                 by = f"<@{dep.requested_by}>" if dep.requested_by else "the terminal"
                 lines.append(f"  {name} GPU {span}: {dep.model} ({dep.state}, port {dep.port}, PID {dep.pid}), "
                              f"started by {by} {_age(dep.created_at)} ago")
+                if dep.id in figures:
+                    lines.append(f"    {figures_line(figures[dep.id])}")
             known = {d.pid for d in active}
             for proc in facts.gpu_processes:
                 if proc.pid in known:

@@ -111,6 +111,8 @@ def sglang_argv(
         quantization=quant_flag,
         mamba_ssm_dtype=fit.state.ssm_dtype,
         mamba_args=mamba_args,
+        enable_metrics=help_ is None or help_.knows("--enable-metrics")
+        or not help_.looks_complete(sglang.CORE_FLAGS),
     )
 
 

@@ -129,6 +129,7 @@ def build_argv(
     quantization: str | None = None,
     mamba_ssm_dtype: str | None = None,
     mamba_args: list[str] | None = None,
+    enable_metrics: bool = True,
 ) -> list[str]:
     argv = [
         python,
@@ -165,4 +166,8 @@ def build_argv(
         argv += ["--mamba-ssm-dtype", mamba_ssm_dtype]
     argv += mamba_args or []
     argv += speculative or []
+    if enable_metrics:
+        # SGLang serves its Prometheus /metrics (running/queued requests, token usage, throughput) only with this
+        # flag (python/sglang/srt/server_args.py); deploybot's `status` reads it.
+        argv.append("--enable-metrics")
     return argv

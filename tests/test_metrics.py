@@ -6,7 +6,9 @@ prometheus_client's own text parser. Nothing asserts a time: only that counts an
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import signal
 import socket
 from collections.abc import Callable
@@ -160,3 +162,62 @@ async def test_ssh_connect_failures_are_counted_by_host(tmp_path: Path) -> None:
         await server.stop()
         await pool.close()
     assert value(samples, "deploybot_ssh_connect_failures_total", host="gone") == 4  # every attempt of the retry
+
+
+# --------------------------------------------------------------------------------------------- the engines' figures
+
+
+def set_traffic(bot: Harness, **traffic: float) -> None:
+    """The simulated engines' load (read when an engine starts): requests running and waiting, tok/s."""
+    scenario = json.loads(bot.sim.scenario_file.read_text())
+    bot.sim.scenario_file.write_text(json.dumps({**scenario, "traffic": traffic}))
+
+
+LIVE = re.compile(r"live: (?P<running>\d+) running, (?P<queued>\d+) queued, KV cache (?P<kv>\d+)%, "
+                  r"(?P<tps>[\d.]+) tok/s")
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+async def test_status_in_the_thread_shows_the_engines_live_figures(bot: Harness, engine: str) -> None:
+    set_traffic(bot, running=3, queued=2, tok_s=55.0)
+    _, thread_ts = await bot.deployed(f"start {MODEL} on {HOST} with {engine}")
+    [dep] = bot.deployments()
+    assert dep.engine == engine
+    if engine == "sglang":
+        assert "--enable-metrics" in dep.plan.argv  # SGLang serves /metrics only with it
+
+    await bot.reply("status", thread_ts)
+    status = await bot.wait_reply(thread_ts, "ℹ️ sim:")
+    match = LIVE.search(status.text)
+    assert match, status.text
+    assert (match["running"], match["queued"]) == ("3", "2")
+    assert 0 < int(match["kv"]) < 100
+    assert 40 <= float(match["tps"]) <= 70  # 55 tok/s, give or take the simulated noise
+    assert "⚠️" not in status.text
+
+
+async def test_a_stalled_engine_is_flagged_by_status(bot: Harness) -> None:
+    set_traffic(bot, running=2, queued=1, tok_s=50.0, stall_after_s=0.0)
+    _, thread_ts = await bot.deployed()
+    await bot.reply("status", thread_ts)
+    status = await bot.wait_reply(thread_ts, "ℹ️ sim:")
+    assert "0.0 tok/s" in status.text and "⚠️" in status.text, status.text
+    assert "wait and the engine generates nothing" in status.text
+
+
+async def test_the_follower_shows_live_figures_and_flags_a_stall_once(make_bot: HarnessFactory) -> None:
+    bot = await make_bot(policy={"engine_watch_interval_s": 0.2})
+    set_traffic(bot, running=2, queued=0, tok_s=45.0, stall_after_s=2.5)
+    _, thread_ts = await bot.deployed()
+    board = lambda: blocks_text(bot.replies(thread_ts)[0])  # noqa: E731 - the living status message
+    await bot.wait(lambda: "📈 live: 2 running, 0 queued" in board(), "the live figures on the status message")
+    assert "⚠️" not in board()
+
+    # The engine stops generating while requests pile up: flagged in the thread, once.
+    flagged = lambda: [t for t in bot.texts(thread_ts) if t.startswith("ℹ️ ⚠️")]  # noqa: E731
+    await bot.wait(lambda: bool(flagged()), "the stall flagged in the thread")
+    assert "wait and the engine generates nothing" in flagged()[0]
+    await bot.wait(lambda: "⚠️" in board(), "the stall on the status message")
+    updates = len(bot.slack.ok_calls("chat.update"))
+    await bot.wait(lambda: len(bot.slack.ok_calls("chat.update")) >= updates + 2, "two more reads")
+    assert len(flagged()) == 1

@@ -32,6 +32,7 @@ from bot.events import (
     ApprovalRequested,
     Crashed,
     Diagnosed,
+    EngineLoad,
     Event,
     Failed,
     Info,
@@ -239,6 +240,7 @@ class StatusBoard(BaseModel):
     action: Action = "start"
     steps: dict[Step, StepState] = Field(default_factory=_initial_steps)
     diagnosis: str | None = None
+    live: str | None = None  # a ready server's latest figures from its engine's /metrics
 
     def visible(self) -> list[tuple[Step, StepState]]:
         required = REQUIRED_STEPS[self.action]
@@ -304,8 +306,12 @@ class StatusBoard(BaseModel):
             self._set(step, "failed", f"the server stopped ({code})")
         elif isinstance(event, Diagnosed):
             self.diagnosis = event.diagnosis.cause
+            self.live = None
+        elif isinstance(event, EngineLoad):
+            self.live = event.summary + (f" · ⚠️ {event.trouble}" if event.trouble else "")
         elif isinstance(event, Stopped):
             self._set("stop", "done", event.message)
+            self.live = None
         elif isinstance(event, Failed):
             self._set(event.step or self.current() or "launch", "failed", event.message)
         elif isinstance(event, Info) and event.step is not None:
@@ -404,6 +410,8 @@ def status_blocks(steps: StatusBoard) -> list[Block]:
     ]
     if board.diagnosis:
         blocks.append(_section(f"🩺 *diagnosis*  {escape(clip(board.diagnosis, 1000))}"))
+    if board.live:
+        blocks.append(_context(f"📈 live: {escape(clip(board.live, 500))}"))
     done, total = board.progress()
     blocks.append(_context(_progress_bar(done, total, board.failed())))
     return blocks

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.request import Request, urlopen
 
 from simengine import state as gpu_state
+from simengine.load import SimLoad
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -142,9 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif path == "/ping":
             self._send(200)
-        elif path == "/metrics" and engine.name == "vllm":
-            text = f'vllm:num_requests_running{{model_name="{engine.served_model_name}"}} 1.0\n'
-            self._send(200, text.encode(), "text/plain; version=0.0.4")
+        elif path == "/metrics" and (text := engine.metrics_text()) is not None:
+            self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
         else:
             self._json({"detail": "Not Found"}, 404)
 
@@ -156,6 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not engine.ready.is_set() and path != "/generate":  # the warm-up request itself comes before ready
             self._send(503)
         elif path in ("/v1/chat/completions", "/v1/completions", "/generate"):
+            if engine.load is not None:
+                with engine.load.request(prompt_tokens=8, completion_tokens=2):
+                    time.sleep(float(engine.scenario.get("request_s", 0.0)))
             text = "Paris."  # a canned answer: this engine serves no model, it only behaves like a server
             if path == "/v1/chat/completions":
                 choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
@@ -200,6 +203,7 @@ class SimEngine:
         self.server: EndpointServer | None = None
         self._serving = False
         self._registered = False
+        self.load: SimLoad | None = None  # the simulated traffic, from ready on (the /metrics figures)
 
     # ----------------------------------------------------------------------------- hooks for engines
     def log(self, message: str) -> None:
@@ -213,6 +217,14 @@ class SimEngine:
 
     def periodic_line(self, tick: int) -> list[str]:
         return []
+
+    def metrics_text(self) -> str | None:
+        """The body of GET /metrics, or None where the engine serves none (404)."""
+        return None
+
+    def start_load(self, kv_tokens: int, *, spec_tokens: int = 0, accept_length: float = 1.0) -> None:
+        self.load = SimLoad(self.scenario.get("traffic") or {}, kv_tokens=kv_tokens, spec_tokens=spec_tokens,
+                            accept_length=accept_length)
 
     def log_periodic(self, line: str) -> None:
         self.log(line)

@@ -11,6 +11,7 @@ from sglang.srt.model_executor.model_runner import ModelRunner, default_memory_s
 from sglang.srt.server_args import ServerArgs
 from sglang.version import __version__
 from simengine.engine import EngineCrash, SimEngine
+from simengine.exposition import sglang_text
 from simengine.modelinfo import ModelFacts, read_model
 
 
@@ -214,6 +215,8 @@ class SGLangEngine(SimEngine):
                 {"text": "The capital city of France is", "sampling_params": {"temperature": 0, "max_new_tokens": 8}},
             )
         self.at(1.0)
+        steps = args.speculative_num_steps or 0 if args.speculative_algorithm else 0
+        self.start_load(self.runners[0].memory.kv_tokens, spec_tokens=steps, accept_length=self.accept_len)
         self.ready.set()
         self.log("The server is fired up and ready to roll!")
 
@@ -243,6 +246,12 @@ class SGLangEngine(SimEngine):
         ]
 
     # ----------------------------------------------------------------------------------------- serving
+    def metrics_text(self) -> str | None:
+        if not self.args.enable_metrics or self.load is None:
+            return None  # SGLang serves /metrics only with --enable-metrics
+        return sglang_text(self.load.snapshot(), self.served_model_name,
+                           speculative=bool(self.args.speculative_algorithm))
+
     def periodic_line(self, tick: int) -> list[str]:
         args, tokens = self.args, self.runners[0].memory.kv_tokens
         used = 150 + 40 * tick

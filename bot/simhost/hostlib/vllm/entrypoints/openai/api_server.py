@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 
@@ -19,6 +20,7 @@ from simengine.argspec import capture_dir, print_help_and_exit
 from vllm.entrypoints.openai.cli_args import make_arg_parser, non_default_args, normalize_underscores
 from vllm.v1.engine.core import EngineCore
 from vllm.version import __version__
+from simengine.exposition import vllm_text
 
 # (file, line) tags of the real log lines; line numbers drift between releases and nobody should match on them
 TAGS = {
@@ -239,6 +241,9 @@ class VLLMEngine(SimEngine):
         self.at(1.0)
         self.plain(f"INFO:     Started server process [{self.pid}]")
         self.plain("INFO:     Waiting for application startup.")
+        n = self.spec.num_speculative_tokens if self.spec else 0
+        self.start_load(self.core.kv_tokens if self.core else 1, spec_tokens=n or 0,
+                        accept_length=1.0 + 0.7 * (n or 0))
         self.ready.set()
         self.serve()
         self.plain("INFO:     Application startup complete.")
@@ -251,6 +256,12 @@ class VLLMEngine(SimEngine):
             return "?"
 
     # ----------------------------------------------------------------------------------------- serving
+    def metrics_text(self) -> str | None:
+        if self.load is None:
+            return None
+        version = tuple(int(p) for p in re.findall(r"\d+", __version__)[:3])
+        return vllm_text(self.load.snapshot(), self.served_model_name, version, speculative=self.spec is not None)
+
     def periodic_line(self, tick: int) -> list[str]:
         generation = 38.0 + random.uniform(-3, 3)
         tokens = max(self.core.kv_tokens if self.core else 1, 1)
