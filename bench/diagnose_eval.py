@@ -5,8 +5,8 @@
 Prints, for each split (``tests/crashcorpus.py``): logs, category accuracy, false alarms (a healthy log called a
 crash), crashes called healthy, the decisive-line hit rate (the first evidence line holds the file's ``decisive``
 text, where the file gives one), and a per-category table (support, predicted, precision, recall). ``--confusions``
-lists the dev logs whose category is wrong (expected -> got, with the cause). Held-out logs are only counted: their
-names and content are never printed, so the held-out figure stays a measurement on logs nobody tuned against.
+lists the dev logs whose category is wrong (expected -> got, with the cause). Held-out and blind logs are only
+counted: their names and content are never printed, so those figures stay measurements on logs nobody tuned against.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--confusions", action="store_true", help="list the dev logs classified wrong")
     args = parser.parse_args()
-    for split in ("dev", "heldout"):
+    for split in ("dev", "heldout", "blind"):
         report(split, args.confusions)
         print()
 

@@ -32,6 +32,23 @@ _SIGNAL_EXITS = {139: "SIGSEGV", -11: "SIGSEGV", 134: "SIGABRT", -6: "SIGABRT", 
                  130: "SIGINT", -2: "SIGINT"}
 
 
+#: Lines of a traceback that a logger prefixed with ERROR: not messages of their own.
+_TRACEBACK_PART = re.compile(r'^(?:File "|Traceback \(most recent call last\)|[\^~ ]+$|\.\.\.|During handling|The above)')
+
+
+def _logged_error(lines: list[LogLine], health: Health) -> Finding | None:
+    """A start that stopped after lines the engine logged at ERROR / CRITICAL, none of them an exception line: they
+    are the crash's own words (quoted), never a "still starting"."""
+    logged = [line for pos, line in enumerate(lines)
+              if line.level in ("ERROR", "CRITICAL") and line.text and not line.code and pos not in health.routine
+              and not _TRACEBACK_PART.search(line.text) and not OPTIONAL_IMPORT.search(line.text)]
+    if not logged:
+        return None
+    return Finding(category="other", confidence=0.3, decisive=logged[-1], pos=lines.index(logged[-1]),
+                   support=[line for line in logged[-3:-1]],
+                   cause=f"unrecognised crash; the engine logged: {logged[-1].text[:160]}")
+
+
 def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Finding | None:
     """The tail ends inside a traceback (its exception line is cut off): a crash in progress, never healthy."""
     exc = structure.last_exception if structure else None
@@ -84,6 +101,9 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
         return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
                        kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
     server_up = health.alive_pos >= 0
+    logged = None if server_up else _logged_error(lines, health)
+    if logged is not None:
+        return logged
     cut = None if server_up and exit_code in (None, 0) else _cut_traceback(lines, structure)
     if cut is not None:
         return cut

@@ -1,7 +1,7 @@
 """The real crash-log corpus, split into the part the diagnoser may be tuned on and the part it is judged on.
 
 ``dev``: tests/data/crashlogs/dev/*.json (the first corpus) plus every collected log marked ``"split": "dev"``.
-``heldout``: collected logs marked ``"split": "heldout"``. Held-out logs are only ever scored in aggregate (tests
+``heldout``: collected logs marked ``"split": "heldout"``; ``blind``: tests/data/crashlogs/blind (collected apart). Held-out logs are only ever scored in aggregate (tests
 and bench/diagnose_eval.py never print their names or content), so the figure measured on them stays honest.
 """
 
@@ -12,12 +12,17 @@ from pathlib import Path
 from typing import Literal
 
 CRASHLOGS = Path(__file__).resolve().parent / "data" / "crashlogs"
-Split = Literal["dev", "heldout"]
+Split = Literal["dev", "heldout", "blind"]
 
 
 def corpus(split: Split) -> list[tuple[str, dict]]:
-    """(name, entry) for every log of ``split``; names are ``dev/x`` or ``collected/x``."""
+    """(name, entry) for every log of ``split``; names are ``dev/x``, ``collected/x`` or ``blind/x``. ``blind`` is a
+    set collected apart by others for judging: it is only ever scored in aggregate, like ``heldout``."""
     out: list[tuple[str, dict]] = []
+    if split == "blind":
+        entries = [(f"blind/{path.stem}", json.loads(path.read_text()))
+                   for path in sorted((CRASHLOGS / "blind").glob("*.json"))]
+        return [(name, entry) for name, entry in entries if "category" in entry and "log" in entry]
     if split == "dev":
         first = sorted((CRASHLOGS / "dev").glob("*.json"))
         out += [(f"dev/{path.stem}", json.loads(path.read_text())) for path in first]

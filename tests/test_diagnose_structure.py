@@ -276,3 +276,14 @@ def test_an_import_failed_far_above_the_inspection_is_the_cause():
     assert result.category == "missing_dependency", diagnosis_text(result)
     assert "Failed to import from vllm._C" in result.evidence[0].text
     assert result.alternatives == ["unsupported_architecture"]
+
+
+def test_a_start_that_ends_in_error_level_lines_is_a_crash_not_still_starting():
+    # Behaviour, not wording: whatever the engine logged at ERROR last, with no exception line and no server up,
+    # is quoted as an unrecognised crash (the shape of vLLM's multiproc executor giving up on a worker).
+    log = VLLM_START + ("(EngineCore_DP0 pid=12) ERROR 10-01 10:00:00 [multiproc_executor.py:140] Worker proc "
+                        "VllmWorker-0 died unexpectedly, shutting down executor.\n")
+    result = diagnose(log)
+    assert result.category != "none"
+    assert "VllmWorker-0 died unexpectedly" in result.evidence[0].text
+    assert diagnose(log + "INFO:     Application startup complete.\n").category == "none"
