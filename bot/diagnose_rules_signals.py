@@ -88,12 +88,42 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("linker_failed", "jit_compile_failure",
          r(r"collect2: error: ld returned \d+ exit status|\bundefined reference to [`'](\S{1,200})'"), 78, 0.85,
          "a JIT kernel build failed at the link step", kind="linker"),
+    # nvcc's own error format "x.cu(123): error: identifier ... is undefined", a compiler driver's "gcc: error: ...",
+    # ninja's "FAILED: <object>" step, a CUDA tool missing from the toolkit, a header that is not installed.
+    Rule("cuda_compiler_error", "jit_compile_failure",
+         r(r"\.(?:cu|cuh|cpp|cc|c|h|hpp)\(\d{1,7}\): (?:catastrophic )?error\b|^(?:gcc|g\+\+|cc1plus|clang\+{0,2}|nvcc)"
+           r": (?:fatal )?error:|^FAILED: \S{1,300}\.(?:o|so|obj)\b|\b(?:cicc|ptxas|nvlink|fatbinary): (?:command )?not "
+           r"found|fatal error: ([\w./-]{1,120}\.(?:h|hpp|cuh)): No such file or directory"),
+         77, 0.85, "a JIT kernel build failed in the compiler {0}", kind="compiler_error"),
+    Rule("no_cuda_toolkit", "jit_compile_failure",
+         r(r"Could not find CUDA (?:toolkit|installation)|CUDA toolkit (?:not found|is not installed)"
+           r"|CUDA_HOME=?\S{0,200} does not exist|No CUDA runtime is found"), 78, 0.8,
+         "a JIT build needs the CUDA toolkit, which was not found", kind="nvcc"),
+    # Triton could not fit a kernel into this GPU (shared memory / registers): the kernel's configuration, not OOM.
+    Rule("triton_out_of_resources", "jit_compile_failure",
+         r(r"OutOfResources: out of resource: (\w{1,40})"), 72, 0.7,
+         "a Triton kernel does not fit this GPU's {0} (its configuration targets a larger GPU)", kind="ptxas",
+         unsure=("cuda_arch_or_driver",)),
+    Rule("deepgemm_jit", "jit_compile_failure",
+         r(r"DeepGEMM[^\n]{0,80}(?:compil|JIT)[^\n]{0,80}(?:fail|error)|deep_gemm[^\n]{0,40}jit[^\n]{0,80}error"),
+         70, 0.75, "DeepGEMM's JIT kernel build failed", kind="build"),
     Rule("compiler_failed", "jit_compile_failure",
          r(r"CalledProcessError: Command '\['[^']{0,200}\b(?:gcc|g\+\+|cc|c\+\+|clang\+?\+?|nvcc)'"
            r"|\b\d{1,5} errors? detected in the compilation of"
            r"|\.(?:c|cc|cpp|cu|cuh|h|hpp):\d+:(?:\d+:)? (?:fatal )?error: (.{1,200})|\bnvcc fatal\s*:"
            r"|error: command '[^']{0,200}(?:gcc|nvcc|g\+\+)' failed"),
          79, 0.85, "a JIT kernel build failed in the compiler", kind="compiler_error"),
+    # A binary built against a newer C/C++ runtime than the host has ("version `GLIBCXX_3.4.30' not found"), or a
+    # Windows DLL that does not load.
+    Rule("runtime_library_too_old", "missing_dependency",
+         r(r"version [`'](GLIBC(?:XX)?_[\d.]{1,12})' not found|\bDLL load failed\b"), 74, 0.8,
+         "a compiled package needs a newer system library ({0}) than the host has", kind="binary"),
+    # torch.distributed's other backends and its rendezvous (gloo, c10d TCPStore) failing between ranks or nodes.
+    Rule("distributed_transport", "nccl_error",
+         r(r"\[?Gloo\]?[^\n]{0,120}(?:error|fail|refused|timed? ?out|reset)|RendezvousTimeoutError|RendezvousClosedError"
+           r"|c10d[^\n]{0,80}(?:Connection (?:reset|refused|closed)|Broken pipe)|ProcessGroupNCCL[^\n]{0,120}"
+           r"(?:error|fail|timed? ?out|abort)"), 56, 0.7,
+         "multi-GPU / multi-node communication (torch.distributed) failed", kind="nccl", any_level=True),
     # ------------------------------------------------------------------ the CUDA driver and devices
     Rule("no_gpu", "cuda_arch_or_driver",
          r(r"no CUDA-capable device is detected|cudaErrorNoDevice|Found no NVIDIA driver on your system"
@@ -119,6 +149,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.8,
          "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu",
          unsure=("cuda_arch_or_driver",)),
+    Rule("quant_not_on_this_gpu", "quantization_unsupported",
+         r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|w8a8|w4a8|int8|int4|modelopt|compressed[-_]tensors|bitsandbytes)\b"
+           r"[^\n]{0,120}\b(?:not supported|unsupported|requires?)\b[^\n]{0,40}\b(?:this|the current|your|current)"
+           r" (?:GPU|device|hardware|platform|architecture)"), 76, 0.8,
+         "{0} quantization is not supported on this GPU", kind="gpu"),
     Rule("quant_scheme_gpu", "quantization_unsupported",
          r(r"Quantization scheme is not supported for|not supported for[' ,]{0,6}the current GPU[^\n]{0,60}Min"
            r"(?:imum)? capability"), 82, 0.85, "this GPU is too old for the checkpoint's quantization scheme",

@@ -110,3 +110,20 @@ def test_custom_code_without_trust_remote_code_is_fixed_by_adding_the_flag():
                       "in LLM or using the `--trust-remote-code` flag in the CLI.\n", exit_code=1)
     assert result.category == "bad_argument"
     assert result.fix is not None and result.fix.overrides.extra_args == ["--trust-remote-code"]
+
+
+@pytest.mark.parametrize(("category", "line"), [
+    # nvcc's diagnostic format (file(line): error: ...), as FlashInfer's JIT build prints it.
+    ("jit_compile_failure", '/root/.cache/flashinfer/generated/batch_prefill.cu(212): error: identifier '
+                            '"__nv_fp8_e4m3" is undefined'),
+    # ninja's failed step line.
+    ("jit_compile_failure", "FAILED: /root/.cache/flashinfer/80/cached_ops/norm/norm.cuda.o"),
+    # The loader's wording for a binary built against a newer libstdc++ than the host's.
+    ("missing_dependency", "ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found "
+                           "(required by /venv/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so)"),
+    # torch.distributed's gloo backend between nodes.
+    ("nccl_error", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] Gloo connectFullMesh failed "
+                   "with ... Connection refused"),
+])
+def test_toolchain_and_transport_wordings(category, line):
+    assert diagnose(line + "\n", exit_code=1).category == category
