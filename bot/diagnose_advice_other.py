@@ -93,7 +93,8 @@ def _first_step(f: Finding, s: PlanView) -> str:
     if exc is not None:
         package = _package_of(exc.frames[-1].path) if exc.frames else None
         if package and package not in ("sglang", "vllm", "python"):
-            return f"the engine raised {exc.qualname}{context}: raised inside {package}, so most likely the installed " \
+            return f"the engine raised {exc.qualname}{context}: raised inside {package}, so most likely the " \
+                   f"installed " \
                    f"{package} does not match what this engine release expects: install the {package} version the " \
                    f"engine pins (see its requirements)"
         return f"the engine raised {exc.qualname}{context}: not a known misconfiguration, most likely an engine bug " \

@@ -92,7 +92,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # ninja's "FAILED: <object>" step, a CUDA tool missing from the toolkit, a header that is not installed.
     Rule("cuda_compiler_error", "jit_compile_failure",
          r(r"\.(?:cu|cuh|cpp|cc|c|h|hpp)\(\d{1,7}\): (?:catastrophic )?error\b|^(?:gcc|g\+\+|cc1plus|clang\+{0,2}|nvcc)"
-           r": (?:fatal )?error:|^FAILED: \S{1,300}\.(?:o|so|obj)\b|\b(?:cicc|ptxas|nvlink|fatbinary): (?:command )?not "
+           r": (?:fatal )?error:|^FAILED: \S{1,300}\.(?:o|so|obj)\b"
+           r"|\b(?:cicc|ptxas|nvlink|fatbinary): (?:command )?not "
            r"found|fatal error: ([\w./-]{1,120}\.(?:h|hpp|cuh)): No such file or directory"),
          77, 0.85, "a JIT kernel build failed in the compiler {0}", kind="compiler_error"),
     Rule("no_cuda_toolkit", "jit_compile_failure",
@@ -120,7 +121,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "a compiled package needs a newer system library ({0}) than the host has", kind="binary"),
     # torch.distributed's other backends and its rendezvous (gloo, c10d TCPStore) failing between ranks or nodes.
     Rule("distributed_transport", "nccl_error",
-         r(r"\[?Gloo\]?[^\n]{0,120}(?:error|fail|refused|timed? ?out|reset)|RendezvousTimeoutError|RendezvousClosedError"
+         r(r"\[?Gloo\]?[^\n]{0,120}(?:error|fail|refused|timed? ?out|reset)"
+           r"|RendezvousTimeoutError|RendezvousClosedError"
            r"|c10d[^\n]{0,80}(?:Connection (?:reset|refused|closed)|Broken pipe)|ProcessGroupNCCL[^\n]{0,120}"
            r"(?:error|fail|timed? ?out|abort)"), 56, 0.7,
          "multi-GPU / multi-node communication (torch.distributed) failed", kind="nccl", any_level=True),

@@ -33,7 +33,8 @@ _SIGNAL_EXITS = {139: "SIGSEGV", -11: "SIGSEGV", 134: "SIGABRT", -6: "SIGABRT", 
 
 
 #: Lines of a traceback that a logger prefixed with ERROR: not messages of their own.
-_TRACEBACK_PART = re.compile(r'^(?:File "|Traceback \(most recent call last\)|[\^~ ]+$|\.\.\.|During handling|The above)')
+_TRACEBACK_PART = re.compile(r'^(?:File "|Traceback \(most recent call last\)|[\^~ ]+$|\.\.\.|During handling'
+                             r'|The above)')
 
 
 def _logged_error(lines: list[LogLine], health: Health) -> Finding | None:

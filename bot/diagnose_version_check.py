@@ -15,7 +15,8 @@ from bot.diagnose_advice import Finding, LogLine, PlanView
 from bot.diagnose_advice_version import added_in, architecture_of_model_type, installed_version
 from planners.compat import at_least, engine_label
 
-_BANNER = re.compile(r"vLLM API server version v?(\d+\.\d+(?:\.\d+)?[\w.+-]{0,20})|\bsglang[= ]=?v?(\d+\.\d+\.\d+[\w.+-]{0,20})")
+_BANNER = re.compile(r"vLLM API server version v?(\d+\.\d+(?:\.\d+)?[\w.+-]{0,20})"
+                     r"|\bsglang[= ]=?v?(\d+\.\d+\.\d+[\w.+-]{0,20})")
 
 
 def version_in_log(lines: list[LogLine]) -> str | None:

@@ -1,8 +1,9 @@
 """The real crash-log corpus, split into the part the diagnoser may be tuned on and the part it is judged on.
 
 ``dev``: tests/data/crashlogs/dev/*.json (the first corpus) plus every collected log marked ``"split": "dev"``.
-``heldout``: collected logs marked ``"split": "heldout"``; ``blind``: tests/data/crashlogs/blind (collected apart). Held-out logs are only ever scored in aggregate (tests
-and bench/diagnose_eval.py never print their names or content), so the figure measured on them stays honest.
+``heldout``: collected logs marked ``"split": "heldout"``; ``blind``: tests/data/crashlogs/blind (collected apart).
+Held-out and blind logs are only ever scored in aggregate (tests and bench/diagnose_eval.py never print their names
+or content), so the figures measured on them stay honest.
 """
 
 from __future__ import annotations
