@@ -97,7 +97,7 @@ def figures_from(text_a: str, text_b: str, dt: float) -> EngineFigures:
         if before is not None and after is not None and dt > 0:
             tok_s = max(0.0, after - before) / dt
     accept_rate = _first(b, ACCEPT_RATE_GAUGE, max)
-    if accept_rate is None and _first(b, DRAFTED):
+    if accept_rate is None and _first(b, (DRAFTED,)):
         drafted = (_first(b, (DRAFTED,)) or 0) - (_first(a, (DRAFTED,)) or 0)
         accepted = (_first(b, (ACCEPTED,)) or 0) - (_first(a, (ACCEPTED,)) or 0)
         if drafted <= 0:  # nothing drafted between the scrapes: the rate since the start

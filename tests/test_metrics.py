@@ -22,10 +22,12 @@ from bot.config import HostConfig
 from bot.metrics import BotMetrics
 from bot.remote import HostUnreachable, RemotePool
 from handlers.slack.metered import MetricsServer
+from tests import slack_signing
 from tests.test_slack_app import (  # noqa: F401 (fixtures)
     APPROVER,
     HOST,
     MODEL,
+    SIGNING_SECRET,
     Harness,
     HarnessFactory,
     blocks_text,
@@ -194,6 +196,12 @@ async def test_status_in_the_thread_shows_the_engines_live_figures(bot: Harness,
     assert 0 < int(match["kv"]) < 100
     assert 40 <= float(match["tps"]) <= 70  # 55 tok/s, give or take the simulated noise
     assert "⚠️" not in status.text
+
+    # App Home shows them too.
+    assert (await bot.send(slack_signing.app_home_opened(SIGNING_SECRET, user=APPROVER))).status == 200
+    await bot.wait(lambda: bool(bot.slack.ok_calls("views.publish")), "views.publish")
+    view = json.dumps(bot.slack.ok_calls("views.publish")[0].args["view"], ensure_ascii=False)
+    assert "📈 live: 3 running, 2 queued, KV cache" in view and "tok/s" in view
 
 
 async def test_a_stalled_engine_is_flagged_by_status(bot: Harness) -> None:

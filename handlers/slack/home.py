@@ -9,6 +9,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.engine_figures import EngineFigures, figures_line, ready_figures
 from bot.models import Deployment, utcnow
 from bot.pipeline import Pipeline
 from bot.probe import probe
@@ -32,13 +33,15 @@ async def _thread_link(client: AsyncWebClient, dep: Deployment) -> str | None:
     return response.get("permalink")
 
 
-async def _deployment_summary(pipeline: Pipeline, client: AsyncWebClient, dep: Deployment) -> DeploymentSummary:
+async def _deployment_summary(pipeline: Pipeline, client: AsyncWebClient, dep: Deployment,
+                              figures: EngineFigures | str | None = None) -> DeploymentSummary:
+    live = None if figures is None else figures_line(figures).replace("\n    ", " · ")
     endpoint = None
     if dep.state == "ready":
         endpoint = f"http://{pipeline.host_config(dep.host).address}:{dep.port}"
     return DeploymentSummary(id=dep.id, model=dep.model, engine=dep.engine, port=dep.port, state=dep.state,
                              pid=dep.pid, endpoint=endpoint, requested_by=dep.requested_by,
-                             thread_url=await _thread_link(client, dep))
+                             thread_url=await _thread_link(client, dep), live=live)
 
 
 async def host_summary(pipeline: Pipeline, client: AsyncWebClient, name: str, *,
@@ -46,6 +49,10 @@ async def host_summary(pipeline: Pipeline, client: AsyncWebClient, name: str, *,
     host = pipeline.host_config(name)
     error: str | None = None
     gpus = []
+    active = await pipeline.store.active_deployments(name)
+    # The engines' figures are read while the host is probed (read_figures says its own errors).
+    live = asyncio.ensure_future(asyncio.wait_for(ready_figures(pipeline.remotes.get(name), host.python, active),
+                                                  probe_timeout_s))
     try:
         facts = await asyncio.wait_for(probe(pipeline.remotes.get(name), name, host), probe_timeout_s)
         gpus = facts.gpus
@@ -53,8 +60,11 @@ async def host_summary(pipeline: Pipeline, client: AsyncWebClient, name: str, *,
         error = pipeline.redact(str(exc))
     except asyncio.TimeoutError:
         error = f"no answer within {probe_timeout_s:.0f} s"
-    deployments = [await _deployment_summary(pipeline, client, dep)
-                   for dep in await pipeline.store.active_deployments(name)]
+    try:
+        figures = await live
+    except asyncio.TimeoutError:
+        figures = {}
+    deployments = [await _deployment_summary(pipeline, client, dep, figures.get(dep.id)) for dep in active]
     return HostSummary(name=name, address=host.address, gpus=gpus, deployments=deployments, error=error,
                        checked_at=utcnow())
 

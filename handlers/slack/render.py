@@ -732,6 +732,7 @@ class DeploymentSummary(Frozen):
     endpoint: str | None = None
     requested_by: str | None = None
     thread_url: str | None = None  # chat.getPermalink of the deployment's thread
+    live: str | None = None  # a ready server's figures from its engine's /metrics (or why there are none)
 
 
 class HostSummary(Frozen):
@@ -787,6 +788,8 @@ def _deployments_section(host: HostSummary) -> str:
         link = _link(dep.thread_url, "thread")
         if link:
             row += f" · {link}"
+        if dep.live:
+            row += f"\n    📈 {escape(clip(dep.live, 300))}"
         rows.append(row)
     return _fit_rows(rows)
 
