@@ -71,6 +71,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # A native crash as the shell reports it, in the host's locale (strsignal(SIGSEGV)).
     Rule("segfault_locale", "other", re.compile(SEGFAULT), 35, 0.55,
          "the engine crashed in native code (segmentation fault)", kind="segfault", any_level=True),
+    # A native abort: a C++ exception nobody caught ("terminate called after throwing an instance of
+    # 'c10::Error'", its "what():" line carries the message a specific rule may know), or the shell's "Aborted".
+    Rule("native_abort", "other",
+         r(r"terminate called after throwing an instance of '([\w:]{1,120})'|^Aborted(?: \(core dumped\))?$"
+           r"|Fatal Python error: Aborted"), 34, 0.5,
+         "the engine aborted in native code (an uncaught C++ exception {0})", kind="segfault", any_level=True),
     # The disk filled up (a download, the JIT / compile cache, the log); /dev/shm is NCCL's (nccl_shm).
     Rule("disk_full", "other", re.compile(NO_SPACE + r"|\[Errno 28\]|ENOSPC|StorageFull"), 82, 0.8,
          "a disk ran full (ENOSPC) while the engine wrote to it (a download, a cache, the log)", kind="disk_full",

@@ -38,7 +38,8 @@ FRAME_PATIENCE = 60
 
 _EXIT = re.compile(
     r"exit ?code[=:]? ?(-?\d{1,3})\b|exited with (?:code|status) (-?\d{1,3})\b|returned non-zero exit status (\d{1,3})"
-    r"|\bsignal (\d{1,2})\b|Signals\.(SIG[A-Z]{2,6})|code=killed, status=(\d{1,2})", re.IGNORECASE)
+    r"|\bsignal (\d{1,2})\b|Signals\.(SIG[A-Z]{2,6})|code=killed, status=(\d{1,2})|code=exited, status=(\d{1,3})",
+    re.IGNORECASE)
 _KILLED = re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1,12}:\s{1,20}\d{1,12}\s{1,40}" + KILLED
                      + r"(?:\s|$)|^\[\d{1,6}\][+-]?\s{1,20}" + KILLED + r"(?:\s|$)")
 
@@ -165,7 +166,8 @@ def _exit_of(pos: int, text: str) -> ProcessExit | None:
     match = _EXIT.search(text)
     if match is None:
         return None
-    number, signal_name = next((g for g in match.groups()[:4] if g), None), match.group(5)
+    number = next((g for g in match.groups()[:4] if g), None) or match.group(7)
+    signal_name = match.group(5)
     if match.group(6):
         return ProcessExit(pos, None, _SIGNALS.get(int(match.group(6))))
     if signal_name:

@@ -50,6 +50,24 @@ def _logged_error(lines: list[LogLine], health: Health) -> Finding | None:
                    cause=f"unrecognised crash; the engine logged: {logged[-1].text[:160]}")
 
 
+def _reported_exit(lines: list[LogLine], health: Health, structure: TailStructure | None) -> Finding | None:
+    """The tail itself reports the process ended badly (an exit code, a signal, the shell's "Killed") after the
+    server was last seen alive: a crash, whatever else the tail lacks."""
+    exits = [e for e in (structure.exits if structure else []) if e.pos > health.alive_pos
+             and (e.signal or (e.code is not None and e.code != 0))]
+    if not exits:
+        return None
+    last = exits[-1]
+    line = lines[last.pos]
+    if last.signal == "SIGKILL":
+        return Finding(category="host_oom_killed", confidence=0.5, decisive=line, pos=last.pos, kind="bare_kill",
+                       cause="the tail reports the engine killed with SIGKILL and no error: most often the OOM killer")
+    what = f"on {last.signal}" if last.signal else f"with code {last.code}"
+    return Finding(category="other", confidence=0.3, decisive=line, pos=last.pos,
+                   kind="segfault" if last.signal == "SIGSEGV" else "signal" if last.signal else None,
+                   cause=f"the tail reports the engine exited {what} and no error this diagnoser knows")
+
+
 def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Finding | None:
     """The tail ends inside a traceback (its exception line is cut off): a crash in progress, never healthy."""
     exc = structure.last_exception if structure else None
@@ -108,6 +126,9 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
     cut = None if server_up and exit_code in (None, 0) else _cut_traceback(lines, structure)
     if cut is not None:
         return cut
+    ended = _reported_exit(lines, health, structure)
+    if ended is not None and exit_code in (None, 0):
+        return ended
     broken = None if server_up else next((line for line in reversed(lines) if _BROKEN_EXTENSION.search(line.text)),
                                          None)
     if broken is not None:

@@ -127,3 +127,21 @@ def test_custom_code_without_trust_remote_code_is_fixed_by_adding_the_flag():
 ])
 def test_toolchain_and_transport_wordings(category, line):
     assert diagnose(line + "\n", exit_code=1).category == category
+
+
+def test_a_tail_that_reports_a_bad_exit_is_never_healthy():
+    # systemd's and docker's reports of the service's end, with nothing the engine said before them.
+    start = "INFO 05-01 10:54:21 [api_server.py:1043] vLLM API server version 0.8.5\n"
+    systemd = start + "vllm.service: Main process exited, code=exited, status=1/FAILURE\n"
+    assert diagnose(systemd).category == "other"
+    docker = start + "vllm-1 exited with code 137\n"
+    assert diagnose(docker).category == "host_oom_killed"
+    assert diagnose(start + "vllm.service: Main process exited, code=exited, status=0/SUCCESS\n").category == "none"
+
+
+def test_an_uncaught_cpp_exception_is_a_native_crash_unless_its_message_is_known():
+    abort = ("terminate called after throwing an instance of 'c10::Error'\n"
+             "  what():  unexpected state in the allocator\nAborted (core dumped)\n")
+    assert diagnose(abort).category == "other"
+    known = abort.replace("unexpected state in the allocator", "CUDA error: out of memory")
+    assert diagnose(known).category == "gpu_oom_weights"
