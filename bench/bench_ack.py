@@ -99,9 +99,14 @@ async def serve_bot(spec: dict, pooled_client: bool) -> dict:
     service = SlackService(parse_config(spec["config"], "bench config"), store, secrets, port=0, host="127.0.0.1",
                            client=client)
     await service.start()
+    diagnosed: list[float] = []
+    churn = (asyncio.ensure_future(_diagnose_forever(service, spec["crash_line_mb"], spec.get("inline", False),
+                                                     diagnosed)) if spec.get("crash_line_mb") else None)
     try:
         assert service.port is not None
         cpu = await _serve_until_term(service.port)
+        if churn is not None:
+            churn.cancel()
         # Drained, not cut off: every deploy that was acked must finish its story before the app stops.
         started = time.perf_counter()
         spawned = len(service.surface.tasks)
@@ -114,7 +119,26 @@ async def serve_bot(spec: dict, pooled_client: bool) -> dict:
         store.close()
         if client.session is not None:
             await client.session.close()
-    return {"cpu_s": cpu, "pending_at_end_of_load": spawned, "left": left, "drain_s": drain_s}
+    return {"cpu_s": cpu, "pending_at_end_of_load": spawned, "left": left, "drain_s": drain_s,
+            "diagnoses": len(diagnosed), "diagnosis_p50_s": sorted(diagnosed)[len(diagnosed) // 2] if diagnosed else 0}
+
+
+async def _diagnose_forever(service, megabytes: int, inline: bool, done: list[float]) -> None:
+    """Back to back, for as long as the app serves: the diagnosis of a crash tail ending in a `megabytes` MB line,
+    through the app's own diagnoser (a worker process in `deploybot serve`), or, with `inline`, called on the
+    event loop itself (how it ran before the diagnoser moved off the ack path)."""
+    from bot.diagnose import diagnose
+
+    crash = json.loads((REPO / "tests" / "data" / "crashlogs" / "dev" / "sglang-003.json").read_text())["log"]
+    tail = crash + "\n" + "--a " * (megabytes * (1 << 20) // 4)
+    while True:
+        started = time.perf_counter()
+        if inline:
+            diagnose(tail)
+        else:
+            await service.pipeline.diagnoser.diagnose(tail)
+        done.append(time.perf_counter() - started)
+        await asyncio.sleep(0)
 
 
 PROFILER: cProfile.Profile | None = None
@@ -278,9 +302,16 @@ async def measure(args: argparse.Namespace, work: Path) -> int:
         # The bot's ack path alone (bad requests only: nothing runs after the ack), then the mixed load.
         bad_only = [BAD_REQUESTS[i % len(BAD_REQUESTS)] for i in range(len(texts))]
         runs = [("bare", "bare", texts), ("bot_ack_path", "bot", bad_only), ("bot", "bot", texts)]
+        extra: dict[str, dict] = {}
+        if args.crash_line_mb:
+            # The same mixed load while the diagnosis of a crash ending in a huge line runs all the time.
+            runs += [("bot_diagnosing", "bot", texts), ("bot_diagnosing_inline", "bot", texts)]
+            extra = {"bot_diagnosing": {"crash_line_mb": args.crash_line_mb},
+                     "bot_diagnosing_inline": {"crash_line_mb": args.crash_line_mb, "inline": True}}
         for name, kind, sent in runs:
             spec = work / f"{name}.json"  # each run its own store: no run sees another's deliveries
-            spec.write_text(json.dumps({"config": bot_config(work), "db": str(work / f"{name}.sqlite3")}))
+            spec.write_text(json.dumps({"config": bot_config(work), "db": str(work / f"{name}.sqlite3"),
+                                        **extra.get(name, {})}))
             before = threads_that_failed_fast(slack)
             async with AppProcess(kind, spec, env, profile=args.profile and name == "bot") as app:
                 acks = await run_load(f"http://127.0.0.1:{app.port}{EVENTS_PATH}", slack, sent, args.concurrency,
@@ -296,8 +327,25 @@ def threads_that_failed_fast(slack: FakeSlack) -> set[str]:
             if m.thread_ts and (m.text or "").startswith("❌") and "not found" in (m.text or "")}
 
 
+def report_diagnosing(results: dict[str, tuple[list[Ack], dict]]) -> None:
+    """The ack latency while a crash with a huge last line is diagnosed, against the same load without."""
+    ms = 1000.0
+    for name, label in (("bot", "no diagnosis running"), ("bot_diagnosing", "diagnosis in the worker process"),
+                        ("bot_diagnosing_inline", "diagnosis on the event loop (before)")):
+        if name not in results:
+            continue
+        acks, served = results[name]
+        seconds = [a.seconds for a in acks]
+        figure(f"{name}_ack_p50", ms * percentile(seconds, 50), f"ms ({label})")
+        figure(f"{name}_ack_p99", ms * percentile(seconds, 99), "ms")
+        if served.get("diagnoses"):
+            figure(f"{name}_diagnoses_during_load", served["diagnoses"],
+                   f"(p50 {ms * served['diagnosis_p50_s']:.0f} ms each)")
+
+
 def report(results: dict[str, tuple[list[Ack], dict]], told: dict[str, int], sent: list[str]) -> int:
     """`sent`: every request sent to the bot, warm-up included."""
+    report_diagnosing(results)
     texts = sent[WARMUP:]
     bare_acks, bare = results["bare"]
     bot_acks, bot = results["bot"]
@@ -356,6 +404,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--profile", action="store_true", help="cProfile the real app while it serves")
+    parser.add_argument("--crash-line-mb", type=int, default=0,
+                        help="also run the load while a crash ending in a line of this many MB is diagnosed")
     parser.add_argument("--serve", choices=("bare", "bot", "pooled"), help=argparse.SUPPRESS)
     parser.add_argument("--load", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("spec", nargs="?", type=Path, help=argparse.SUPPRESS)

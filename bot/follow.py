@@ -206,6 +206,23 @@ class Follower:
 
 
 async def fetch_tail(remote: Remote, log_path: str, max_bytes: int = TAIL_BYTES) -> str:
-    """The bounded end of a log on the host (never the whole file): one round trip."""
-    result = await remote.run(["tail", "-c", str(max_bytes), log_path], timeout=30)
-    return result.stdout
+    """The bounded end of a log on the host (never the whole file), from a line boundary: one round trip.
+
+    ``tail -c`` starts wherever the byte count falls, often inside a line, and that partial first line can begin
+    inside a token (the whole value nor its prefix is then there for redaction to find). So one byte more than the
+    bound is read: when the file had more than that, the window's first line is cut and is dropped (if the extra
+    byte is the newline, the next line is whole and nothing but it goes).
+    """
+    result = await remote.run(["tail", "-c", str(max_bytes + 1), log_path], timeout=30)
+    return drop_partial_first_line(result.stdout, max_bytes)
+
+
+def drop_partial_first_line(window: str, max_bytes: int) -> str:
+    """``window`` (the last ``max_bytes + 1`` bytes of a file, decoded) without its first line when the file was
+    longer than ``max_bytes``; a window without any newline (one giant line) keeps its last part as it is."""
+    if len(window.encode("utf-8", "surrogatepass")) <= max_bytes:
+        return window  # the whole file
+    newline = window.find("\n")
+    if newline == -1:
+        return window[1:]
+    return window[newline + 1:]

@@ -40,6 +40,7 @@ from bot.follow import Follower, fetch_tail
 from bot.engine_figures import figures_line, ready_figures
 from bot.engine_watch import watch_engine
 from bot.launch import LaunchFailed, launch, stop
+from bot.mentions import mention
 from bot.models import (
     DeployRequest,
     Deployment,
@@ -291,8 +292,9 @@ class Pipeline:
     async def _ask_approval(self, action: Literal["launch", "relaunch", "stop"], plan: LaunchPlan | None,
                             reasons: list[str], thread: Thread, who: Requester, *, request: DeployRequest | None,
                             overrides: PlanOverrides | None = None, deployment_id: str | None = None,
-                            previous_argv: list[str] | None = None) -> Literal[True] | Outcome:
-        title = f"{action} {plan.model} on {plan.host}" if plan else action
+                            previous_argv: list[str] | None = None,
+                            title: str | None = None) -> Literal[True] | Outcome:
+        title = title or (f"{action} {plan.model} on {plan.host}" if plan else action)
         if self.approver is not None:
             if await self.approver.confirm(title, reasons, plan):
                 await self.store.audit(f"approve_{action}", actor=who.user or "console", host=plan.host if plan else None,
@@ -372,7 +374,7 @@ class Pipeline:
             if overlap or other.port == plan.port:
                 what = f"GPU {'-'.join(map(str, (overlap[0], overlap[-1]))) if len(overlap) > 1 else overlap[0]}" if overlap else f"port {other.port}"
                 age = _age(other.created_at)
-                by = f"<@{other.requested_by}>" if other.requested_by else "the terminal"
+                by = mention(other.requested_by) if other.requested_by else "the terminal"
                 return (f"{plan.host} {what}: {other.model} (deployment {other.id}, {other.state}), started by {by} "
                         f"{age} ago. Stop it first, or ask for other GPUs / another port.")
         return None
@@ -501,7 +503,7 @@ class Pipeline:
             return Outcome("done", message=f"already {row['state']} by {row['decided_by']}")
         if user not in policy.approvers:
             await self.store.audit("approve", actor=user, result="refused", detail=f"{approval_id}: not an approver")
-            return Outcome("denied", message=f"<@{user}> is not an approver (policy.approvers in app.yaml)")
+            return Outcome("denied", message=f"{mention(user)} is not an approver (policy.approvers in app.yaml)")
         if user == row["requested_by"] and not policy.self_approve:
             await self.store.audit("approve", actor=user, result="refused", detail=f"{approval_id}: own request")
             return Outcome("denied", message="you asked for this yourself; policy says someone else approves it")
@@ -524,7 +526,12 @@ class Pipeline:
             dep = await self.store.get_deployment(row["deployment_id"]) if row["deployment_id"] else None
             if dep is None:
                 return Outcome("failed", message="the deployment to stop is gone")
-            return await self._stop_one(dep, thread, who)
+            stopped = await self._stop_one(dep, thread, who)
+            asked = data.get("request") or {}
+            if asked.get("action") != "restart" or dep.state != "stopped":
+                return stopped
+            return await self._start_again(DeployRequest.model_validate(asked), dep, thread, who,
+                                           until_ready=until_ready)
         request = DeployRequest.model_validate(data["request"])
         overrides = PlanOverrides.model_validate(data["overrides"])
         host = request.host
@@ -600,9 +607,8 @@ class Pipeline:
             return Outcome("done", message=msg)
         outcome = Outcome("stopped")
         for dep in targets:
-            foreign = dep.requested_by is not None and dep.requested_by != who.user
-            if foreign and "stop_foreign" in self.config.policy.require_approval_for:
-                started_by = f"<@{dep.requested_by}>"
+            if self._needs_foreign_approval(dep, who):
+                started_by = mention(dep.requested_by)
                 result = await self._ask_approval("stop", dep.plan, [f"{dep.model} was started by {started_by}"],
                                                   thread, who, request=request, deployment_id=dep.id)
                 if isinstance(result, Outcome):
@@ -664,13 +670,34 @@ class Pipeline:
         await thread.emit(Stopped(deployment_id=dep.id, message=message))
         return Outcome("stopped", dep, message)
 
+    def _needs_foreign_approval(self, dep: Deployment, who: Requester) -> bool:
+        """Stopping a server someone else started waits for an approver (policy stop_foreign): `stop` and
+        `restart` alike, from /deploy or from a thread."""
+        foreign = dep.requested_by is not None and dep.requested_by != who.user
+        return foreign and "stop_foreign" in self.config.policy.require_approval_for
+
     async def restart(self, request: DeployRequest, thread: Thread, who: Requester, *,
                       until_ready: bool = True) -> Outcome:
         targets = await self._targets(request)
+        foreign = [dep for dep in targets if self._needs_foreign_approval(dep, who)]
+        if foreign:
+            # Nothing is stopped until an approver says so; approving stops it and starts it again (decide()).
+            dep = foreign[-1]
+            result = await self._ask_approval(
+                "stop", dep.plan, [f"{dep.model} was started by {mention(dep.requested_by)}",
+                                   "restart: it is started again after the stop, under the name of who asked"],
+                thread, who, request=request, deployment_id=dep.id, title=f"restart {dep.model} on {dep.host}")
+            if isinstance(result, Outcome):
+                return result
         previous = targets[-1] if targets else (
             await self.store.last_successful(request.host, request.model) if request.host and request.model else None)
         for dep in targets:
             await self._stop_one(dep, thread, who)
+        return await self._start_again(request, previous, thread, who, until_ready=until_ready)
+
+    async def _start_again(self, request: DeployRequest, previous: Deployment | None, thread: Thread,
+                           who: Requester, *, until_ready: bool) -> Outcome:
+        """The start half of a restart: the previous deployment's choices unless the request changes them."""
         start = request.model_copy(update={"action": "start"})
         overrides = PlanOverrides()
         if previous is not None:
@@ -703,7 +730,7 @@ class Pipeline:
             for dep in active:
                 gpu_list = dep.plan.gpus
                 span = f"{gpu_list[0]}-{gpu_list[-1]}" if len(gpu_list) > 1 else str(gpu_list[0]) if gpu_list else "?"
-                by = f"<@{dep.requested_by}>" if dep.requested_by else "the terminal"
+                by = mention(dep.requested_by) if dep.requested_by else "the terminal"
                 lines.append(f"  {name} GPU {span}: {dep.model} ({dep.state}, port {dep.port}, PID {dep.pid}), "
                              f"started by {by} {_age(dep.created_at)} ago")
                 if dep.id in figures:

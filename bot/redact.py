@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 MARK = "[REDACTED]"
 
 #: Values shorter than this given in extra_secrets are ignored: replacing "a" everywhere would wreck the text and
 #: such a value is no secret worth the name.
 MIN_EXTRA_SECRET_LEN = 4
+#: A run of this many characters of a known secret is redacted wherever it appears: a log read from a byte offset
+#: (or a line cut at a length limit) can start or end inside a token, and then neither the whole value nor its
+#: prefix is there. 12 characters of a random token are still most of its secret; shorter runs match by chance.
+FRAGMENT_LEN = 12
 
 # Secrets recognised by their own shape. Word boundaries keep identifiers such as ``hf_text_config`` untouched.
 _SHAPED: tuple[re.Pattern[str], ...] = (
@@ -76,9 +81,10 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
     if not text:
         return text
     # Verbatim secrets first and longest first, so that a secret containing another is removed whole.
-    for secret in sorted({s for s in extra_secrets if s and len(s.strip()) >= MIN_EXTRA_SECRET_LEN}, key=len,
-                         reverse=True):
+    known = sorted({s for s in extra_secrets if s and len(s.strip()) >= MIN_EXTRA_SECRET_LEN}, key=len, reverse=True)
+    for secret in known:
         text = text.replace(secret, MARK)
+    text = redact_fragments(text, tuple(s for s in known if len(s) >= FRAGMENT_LEN))
     text = _PRIVATE_KEY.sub(MARK, text)
     for pattern in _SHAPED:
         text = pattern.sub(MARK, text)
@@ -86,3 +92,45 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
     text = _URL_PASSWORD.sub(lambda m: m.group(0) if m.group(2) == MARK else f"{m.group(1)}{MARK}{m.group(3)}",
                              text)
     return _KEY_VALUE.sub(_key_value, text)
+
+
+@lru_cache(maxsize=32)
+def _fragment_pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    grams = {secret[i:i + FRAGMENT_LEN] for secret in secrets for i in range(len(secret) - FRAGMENT_LEN + 1)}
+    return re.compile("|".join(re.escape(gram) for gram in sorted(grams)))
+
+
+def redact_fragments(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every run of ``FRAGMENT_LEN``+ characters of one of ``secrets`` replaced by the mark (the run
+    is widened to all the characters that still follow the secret on either side)."""
+    if not secrets or len(text) < FRAGMENT_LEN:
+        return text
+    pattern = _fragment_pattern(secrets)
+    spans: list[tuple[int, int]] = []
+    for match in pattern.finditer(text):
+        start, end = match.span()
+        if spans and start < spans[-1][1]:
+            continue
+        gram = match.group(0)
+        for secret in secrets:
+            offset = secret.find(gram)
+            if offset == -1:
+                continue
+            left, right = start, end
+            while left > 0 and offset - (start - left) > 0 and text[left - 1] == secret[offset - (start - left) - 1]:
+                left -= 1
+            while right < len(text) and offset + (right - start) < len(secret) \
+                    and text[right] == secret[offset + (right - start)]:
+                right += 1
+            spans.append((left, right))
+            break
+    if not spans:
+        return text
+    out, last = [], 0
+    for left, right in spans:
+        left = max(left, last)
+        out.append(text[last:left])
+        out.append(MARK)
+        last = right
+    out.append(text[last:])
+    return "".join(out)

@@ -27,6 +27,7 @@ from bot.events import (
 )
 from bot.diagnose import diagnosis_text
 from bot.models import LaunchPlan
+from bot.mentions import plain as plain_mentions
 from planners.render import failure_text, plan_text
 
 GIB = 1024**3
@@ -37,7 +38,7 @@ class ConsoleThread:
         self.console = console or Console(highlight=False, soft_wrap=True)
 
     def _step(self, name: str, text: str, style: str = "bold green") -> None:
-        self.console.print(f"[{style}]{name:>8}[/] {escape(text)}")
+        self.console.print(f"[{style}]{name:>8}[/] {escape(plain_mentions(text))}")
 
     async def emit(self, event: Event) -> None:
         c = self.console
@@ -104,7 +105,7 @@ class ConsoleApprover:
     async def confirm(self, title: str, reasons: list[str], plan: LaunchPlan | None) -> bool:
         self.console.print(f"[bold yellow]approval needed[/] for {escape(title)}:")
         for reason in reasons:
-            self.console.print(f"  - {escape(reason)}")
+            self.console.print(f"  - {escape(plain_mentions(reason))}")
         if self.assume_yes:
             self.console.print("  approved (--yes)")
             return True

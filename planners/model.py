@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from planners.config_bounds import ConfigBoundsError, check_config
+
 AttentionKind = Literal["full", "sliding", "linear"]
 
 #: Where the language model's config sits in multimodal configs, by the keys real models use.
@@ -368,9 +370,32 @@ def _vision(config: dict[str, Any], text_hidden: int) -> VisionTower | None:
 
 
 def model_spec(config: dict[str, Any]) -> ModelSpec:
-    """Read a real config.json (as a dict). Raises ConfigError when the basic dimensions are missing."""
+    """Read a real config.json (as a dict). Raises ConfigError when the basic dimensions are missing, when a
+    number is outside the bounds of any model (planners/config_bounds.py), or when a value has the wrong type."""
     if not isinstance(config, dict):
         raise ConfigError("config.json must be a JSON object")
+    try:
+        check_config(config)  # before any number is used: per-layer lists are built from these
+        return _model_spec(config)
+    except ConfigBoundsError as exc:
+        raise ConfigError(str(exc)) from None
+    except ConfigError:
+        raise
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as exc:
+        # A value of the wrong kind where the planner needs another (a number for model_type, a string for a
+        # list): said as a config problem, never an internal error.
+        detail = exc.errors()[0] if hasattr(exc, "errors") else exc
+        raise ConfigError(f"config.json is not a usable model config: {_short(detail)}") from None
+
+
+def _short(detail: object) -> str:
+    if isinstance(detail, dict):
+        where = ".".join(str(part) for part in detail.get("loc", ()))
+        return f"{where}: {detail.get('msg')} (got {str(detail.get('input'))[:60]})"
+    return str(detail)[:200]
+
+
+def _model_spec(config: dict[str, Any]) -> ModelSpec:
     look = _Lookup(config)
     hidden = look.int("hidden_size", "d_model", "n_embd")
     layers = look.int("num_hidden_layers", "num_layers", "n_layer")

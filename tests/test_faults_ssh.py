@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from bot.mentions import mention
 from bot.config import Secrets, parse_config
 from bot.events import (
     Failed,
@@ -224,7 +225,7 @@ async def test_two_deploys_to_one_host_at_once_launch_once_and_name_the_holder(s
         loser = first if outcomes[0].state == "rejected" else second
         winner_user = "UALICE" if loser is second else "UBOB"
         (refusal,) = loser.of(Failed)
-        assert "CT129 GPU 0-1" in refusal.message and f"started by <@{winner_user}>" in refusal.message
+        assert "CT129 GPU 0-1" in refusal.message and f"started by {mention(winner_user)}" in refusal.message
         await pipeline.handle_text("stop everything on CT129", RecordingThread(), Requester(user=winner_user))
     finally:
         await pipeline.close()

@@ -25,6 +25,7 @@ from bot.events import (
     Ready,
     RecordingThread,
 )
+from bot.mentions import mention
 from bot.pipeline import Pipeline, Requester
 from bot.simhost import build_sim_host
 from bot.store import Store
@@ -90,7 +91,7 @@ async def test_status_and_logs_name_what_runs_and_who_started_it(ct129):
     status = RecordingThread()
     await pipeline.handle_text("what's running on CT129?", status, Requester(user="UBOB"))
     text = status.of(Info)[-1].message
-    assert "CT129 GPU 1: Llama-3.1-8B-Instruct" in text and "started by <@UALICE>" in text
+    assert "CT129 GPU 1: Llama-3.1-8B-Instruct" in text and f"started by {mention('UALICE')}" in text
     logs = RecordingThread()
     await pipeline.handle_text("show logs of llama 3.1 8b on ct129", logs, Requester(user="UBOB"))
     lines = logs.of(LogExcerpt)[0].lines

@@ -25,6 +25,7 @@ import aiohttp
 import pytest
 
 from bot.config import AppConfig, Secrets, parse_config
+from bot.mentions import mention, mention_channel
 from bot.models import Deployment
 from bot.simhost import SimHost, build_sim_host
 from bot.store import Store
@@ -360,10 +361,15 @@ async def test_a_user_or_channel_not_allowed_on_the_host_is_refused_and_audited(
 # --------------------------------------------------------------------------------------------- thread replies
 
 
-def test_only_user_mentions_survive_escaping() -> None:
-    text = "started by <@U0ALICE> <!channel> <@here> <https://evil|click> <#C0DEPLOY> a&b"
-    assert escape_keeping_mentions(text) == ("started by <@U0ALICE> &lt;!channel&gt; &lt;@here&gt; "
-                                             "&lt;https://evil|click&gt; &lt;#C0DEPLOY&gt; a&amp;b")
+def test_only_the_bots_own_mentions_survive_escaping() -> None:
+    """The pipeline's mentions (bot.mentions) become mentions; a host's `<@U…>` or `<!channel>` shows literally."""
+    text = (f"started by {mention('U0ALICE')} in {mention_channel('C0DEPLOY')}; the log said <@U0ALICE> <!channel> "
+            "<@here> <https://evil|click> <#C0DEPLOY> a&b")
+    assert escape_keeping_mentions(text) == (
+        "started by <@U0ALICE> in <#C0DEPLOY>; the log said &lt;@U0ALICE&gt; &lt;!channel&gt; &lt;@here&gt; "
+        "&lt;https://evil|click&gt; &lt;#C0DEPLOY&gt; a&amp;b")
+    forged = "\x1f@U0ALICE.0123456789ab\x1f"  # a mark with another key: plain text, no mention
+    assert escape_keeping_mentions(forged) == "@U0ALICE"
 
 
 def test_thread_words_are_read_strictly() -> None:

@@ -40,6 +40,7 @@ from bot.models import DeployRequest, Deployment, Frozen, ParseError, utcnow
 from bot.pipeline import Outcome, Pipeline, Requester
 from bot.remote import RemoteError
 from bot.discovery import RESOLVE_BY_PROBING
+from bot.mentions import mention_channel
 from bot.request import help_text, is_help_request, parse_request
 from bot.store import Store
 from handlers.slack.client import SlackSetupError, make_web_client
@@ -51,7 +52,7 @@ from handlers.slack.render import (
     DENY_ACTION_ID,
     StatusBoard,
     StepState,
-    escape,
+    escape_keeping_mentions,
     help_blocks,
     parent_text,
     parse_error_text,
@@ -110,7 +111,7 @@ def host_refusal(config: AppConfig, host: str, user: str, channel: str | None) -
     if cfg.allowed_users and user not in cfg.allowed_users:
         return f"you are not allowed to use {host} (hosts.{host}.allowed_users in app.yaml)"
     if cfg.allowed_channels and channel not in cfg.allowed_channels:
-        where = ", ".join(f"<#{c}>" for c in cfg.allowed_channels)
+        where = ", ".join(mention_channel(c) for c in cfg.allowed_channels)
         return f"{host} takes requests only in {where} (hosts.{host}.allowed_channels in app.yaml)"
     return None
 
@@ -365,7 +366,7 @@ class SlackSurface:
             hosts_with_model = [name for name, h in inventory.hosts.items() if parsed.model in h.models]
             refusal = request_refusal(self.config, parsed, user, channel, hosts_with_model)
             if refusal is not None:
-                await ack(response_type="ephemeral", text=f"🚫 {escape(refusal)}")
+                await ack(response_type="ephemeral", text=f"🚫 {escape_keeping_mentions(refusal)}")
                 await self.store.audit(parsed.action, actor=user, host=parsed.host, result="refused",
                                        detail=f"not authorized in {channel}: {refusal}")
                 return
@@ -390,7 +391,7 @@ class SlackSurface:
             hosts_with_model = [n for n, h in self.pipeline.inventory().hosts.items() if parsed.model in h.models]
             why = request_refusal(self.config, parsed, user, channel, hosts_with_model)
             if why is not None:
-                refusal = f"🚫 {escape(why)}"
+                refusal = f"🚫 {escape_keeping_mentions(why)}"
                 await self.store.audit(parsed.action, actor=user, host=parsed.host, result="refused",
                                        detail=f"not authorized in {channel}: {why}")
         if refusal is None:
@@ -448,7 +449,7 @@ class SlackSurface:
                 await self.store.audit(command.name, actor=user, host=dep.host, deployment_id=dep.id,
                                        result="refused", detail=refusal)
                 await self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
-                                                     text=f"🚫 {escape(refusal)}")
+                                                     text=f"🚫 {escape_keeping_mentions(refusal)}")
                 return
         self.spawn(self._thread_command(command, dep, user, channel, thread_ts), name=f"{command.name}:{dep.id}")
 
@@ -550,7 +551,7 @@ class SlackSurface:
         if told.decided_by(user):
             return  # decided by this click: the messages show it
         # Refused, expired or decided by someone else first: only the clicker hears it; nothing changed.
-        await respond(text=escape(outcome.message or f"nothing was done ({outcome.state})"),
+        await respond(text=escape_keeping_mentions(outcome.message or f"nothing was done ({outcome.state})"),
                       response_type="ephemeral", replace_original=False)
 
     async def _decision_thread(self, row: dict[str, Any], message: ApprovalMessage | None, channel: str,

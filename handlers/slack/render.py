@@ -46,6 +46,8 @@ from bot.events import (
     Step,
     Stopped,
 )
+from bot.mentions import mention as bot_mention
+from bot.mentions import resolve as resolve_mentions
 from bot.models import Action, DeploymentState, Diagnosis, EngineName, Frozen, GpuInfo, LaunchPlan, ParseError, PlanFailure
 
 # Slack's limits (https://api.slack.com/reference/block-kit/blocks).
@@ -74,13 +76,18 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-_ESCAPED_USER_MENTION = re.compile(r"&lt;@([UW][A-Z0-9]{2,30})&gt;")
-
-
 def escape_keeping_mentions(text: str) -> str:
-    """`escape`, except that user mentions the pipeline writes (`started by <@U0ALICE>`) stay mentions. Only the
-    `<@U…>` form survives: `<!channel>`, links and anything else still show literally."""
-    return _ESCAPED_USER_MENTION.sub(r"<@\1>", escape(text))
+    """`escape`, except that the mentions the bot wrote itself (``bot.mentions.mention``: `started by @alice`)
+    become real mentions. Whatever a host or a user wrote is escaped, `<@U123>` and `<!channel>` included: only the
+    bot's own marks, which hold a key of this process, turn into `<@U…>` / `<#C…>`."""
+    return resolve_mentions(escape(text), lambda target: f"<{target}>")
+
+
+def fallback_text(plain: str, limit: int = 300) -> str:
+    """The `text` of a message that has blocks: what notifications, the sidebar and screen readers show. Slack
+    reads it as mrkdwn too (a `<!channel>` in it notifies the channel), so it is escaped like the blocks are, with
+    the bot's own mentions kept (bot.mentions); every message's fallback is built here."""
+    return escape_keeping_mentions(clip(plain, limit))
 
 
 def clip(text: str, limit: int) -> str:
@@ -328,7 +335,7 @@ class StatusBoard(BaseModel):
 
     def _approval_decided(self, event: ApprovalDecided) -> None:
         who = event.decided_by
-        by = (f" by <@{who}>" if _USER_ID.match(who) else f" by {who}") if who else ""
+        by = f" by {bot_mention(who)}" if who else ""  # board text is escaped when shown: a mark, not <@...>
         at = f" at {utc_time(event.decided_at)}"
         if event.decision == "approved":
             self._set("approve", "done", f"approved{by}{at}")
@@ -425,7 +432,7 @@ def status_text(board: StatusBoard) -> str:
     failed = next((name for name, state in board.visible() if state.status == "failed"), None)
     if failed:
         where = f" · {failed} failed"
-    return clip(f"{board.title}: {done}/{total} steps{where}", 300)
+    return fallback_text(f"{board.title}: {done}/{total} steps{where}")
 
 
 # --------------------------------------------------------------------------------------------- excerpts
@@ -562,8 +569,8 @@ def decided_view(view: ApprovalView, event: ApprovalDecided) -> ApprovalView:
 
 def approval_text(view: ApprovalView) -> str:
     if view.state == "pending":
-        return clip(f"Approval needed: {view.title}", 300)
-    return clip(f"{view.title}: {_decision_line(view)}", 300)
+        return fallback_text(f"Approval needed: {view.title}")
+    return clip(f"{escape_keeping_mentions(view.title)}: {_decision_line(view)}", 300)  # the line is mrkdwn
 
 
 # --------------------------------------------------------------------------------------------- diagnosis
@@ -592,7 +599,7 @@ def diagnosis_blocks(d: Diagnosis, *, approval: ApprovalView | None) -> list[Blo
 
 
 def diagnosis_text(d: Diagnosis) -> str:
-    return clip(f"Diagnosis: {d.cause}", 300)
+    return fallback_text(f"Diagnosis: {d.cause}")
 
 
 # --------------------------------------------------------------------------------------------- argv diff
