@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from bot.config import Secrets
 from bot.store import Store
 from handlers.slack.serve import SlackService
 from tests.fakeslack import FakeSlack
 from tests.test_slack_app import CHANNEL, HOST, MODEL, REQUESTER, make_config, process_gone, stop_servers
 from bot.simhost import build_sim_host
+from tests.test_metrics import scrape_url, value
 
 
 async def test_socket_mode_acks_the_envelope_and_deploys_in_a_thread(tmp_path):
@@ -23,7 +26,7 @@ async def test_socket_mode_acks_the_envelope_and_deploys_in_a_thread(tmp_path):
         # No signing secret: Socket Mode needs none (Slack authenticated the link with the app token).
         secrets = Secrets(slack_bot_token=slack.token, slack_app_token=slack.app_token, slack_api_url=slack.base_url,
                           slack_signing_secret=None)
-        service = SlackService(make_config(sim), store, secrets, port=0, host="127.0.0.1")
+        service = SlackService(make_config(sim), store, secrets, port=0, host="127.0.0.1", metrics_port=0)
         assert service.socket_mode
         await service.start()
         try:
@@ -36,6 +39,13 @@ async def test_socket_mode_acks_the_envelope_and_deploys_in_a_thread(tmp_path):
             await slack.wait_for(lambda: any(m.text.startswith("✅ ready at") for m in slack.messages(CHANNEL)), 60)
             (dep,) = await store.active_deployments(HOST)
             assert dep.state == "ready" and dep.channel == CHANNEL and dep.thread_ts
+            # No serve port, but GET /metrics on --metrics-port: the envelope's ack timed, the deployment counted.
+            assert service.metrics_server is not None and service.metrics_server.port
+            async with aiohttp.ClientSession() as session:
+                metrics = await scrape_url(session, f"http://127.0.0.1:{service.metrics_server.port}/metrics")
+            assert value(metrics, "deploybot_ack_seconds_count") >= 1
+            assert value(metrics, "deploybot_deployments_total", outcome="ready") == 1
+            assert value(metrics, "deploybot_request_to_pid_seconds_count") == 1
             parents = [m for m in slack.messages(CHANNEL) if m.thread_ts in (None, m.ts)]
             assert len(parents) == 1 and f"start {MODEL} on {HOST}" in parents[0].text
             # A thread reply arrives as an events_api envelope over the same socket.
