@@ -12,6 +12,7 @@ from bot.events import (
     ApprovalRequested,
     Crashed,
     Diagnosed,
+    EngineLoad,
     Event,
     Failed,
     Info,
@@ -90,6 +91,9 @@ class ConsoleThread:
             self._step("stop", event.message)
         elif isinstance(event, Failed):
             self._step(event.step or "error", event.message, "bold red")
+        elif isinstance(event, EngineLoad):  # `ask --follow`: a ready server's engine figures, now and then
+            self._step("live", event.summary + (f" ⚠️ {event.trouble}" if event.trouble else ""),
+                       "yellow" if event.trouble else "dim")
         elif isinstance(event, Info):
             self._step(event.step or "info", event.message, "dim")
 

@@ -122,3 +122,17 @@ def test_the_simulated_engines_metrics_read_back(monkeypatch: pytest.MonkeyPatch
         got = figures_from(a, b, 1.0)
         assert (got.running, got.queued) == (2, 1) and 0 < got.kv_usage < 1
         assert got.accept_rate == pytest.approx(1.8 / 3, rel=0.05)
+
+
+async def test_the_terminal_shows_engine_load_with_its_trouble() -> None:
+    import io
+
+    from rich.console import Console
+
+    from bot.events import EngineLoad
+    from handlers.console import ConsoleThread
+
+    out = io.StringIO()
+    await ConsoleThread(Console(file=out, width=200)).emit(
+        EngineLoad(summary="0 running, 4 queued, 0.0 tok/s", trouble="4 requests wait and the engine generates nothing"))
+    assert "live 0 running, 4 queued, 0.0 tok/s ⚠️ 4 requests wait" in out.getvalue()
