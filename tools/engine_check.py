@@ -47,6 +47,10 @@ def sitecustomize(folder: Path, kind: str) -> Path:
         "engine_stubs.install_stubs()\n"
         f"engine_device.patch_devices(engine_device.SimGpu({name!r}, {mib}, ({major}, {minor}), count={GPU_COUNT}))\n"
     )
+    # SGLang sizes its defaults from `nvidia-smi --query-gpu=memory.total` (sglang/srt/utils/common.py): answer it
+    smi = site / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n" + "".join(f"echo {mib}\n" for _ in range(GPU_COUNT)))
+    smi.chmod(0o755)
     return site
 
 
@@ -61,7 +65,8 @@ def validate(work: Path, engine: str, version: str, kind: str, batch: list[Case]
         plans_file.write_text(json.dumps([{"id": c.id, "argv": c.argv, "env": c.env} for c in batch]))
         installed: list[str] = []
         for _ in range(8):
-            env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+            env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                   "PATH": f"{site}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
             done = subprocess.run([str(venv / "bin" / "python"), str(TOOLS / "engine_validate.py"), engine,
                                    str(plans_file), str(results_file)], capture_output=True, text=True, env=env,
                                   cwd=tmp, timeout=3600)

@@ -24,7 +24,7 @@ GPU_ONLY = (
     "torchcomms", "xgrammar", "deep_gemm", "deep_ep", "mooncake", "nixl", "cutlass", "quack", "tvm_ffi",
     "torch_memory_saver", "IPython", "decord", "vllm_flash_attn", "xformers", "cupy", "llguidance",
     "outlines", "outlines_core", "openai_harmony", "smg_grpc_servicer", "modelscope", "blobfile", "anthropic",
-    "depyf", "triton_kernels", "flash_mla", "aiter", "quark", "modelopt", "torchvision", "torchaudio",
+    "depyf", "flash_mla", "aiter", "quark", "modelopt", "torchvision", "torchaudio",
 )
 
 
