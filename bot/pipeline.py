@@ -40,7 +40,7 @@ from bot.follow import Follower, fetch_tail
 from bot.engine_figures import figures_line, ready_figures
 from bot.engine_watch import watch_engine
 from bot.launch import LaunchFailed, launch, stop
-from bot.mentions import mention
+from bot.mentions import mention, plain
 from bot.models import (
     DeployRequest,
     Deployment,
@@ -298,7 +298,7 @@ class Pipeline:
         if self.approver is not None:
             if await self.approver.confirm(title, reasons, plan):
                 await self.store.audit(f"approve_{action}", actor=who.user or "console", host=plan.host if plan else None,
-                                       result="approved", detail="; ".join(reasons))
+                                       result="approved", detail=plain("; ".join(reasons)))
                 return True
             await self.store.audit(f"approve_{action}", actor=who.user or "console", result="denied")
             return Outcome("denied", message="not approved")
@@ -318,7 +318,7 @@ class Pipeline:
                                             plan=plan, previous_argv=previous_argv, requested_by=who.user,
                                             expires_at=expires))
         await self.store.audit(f"request_{action}", actor=who.user, host=plan.host if plan else None,
-                               deployment_id=deployment_id, result="awaiting_approval", detail="; ".join(reasons))
+                               deployment_id=deployment_id, result="awaiting_approval", detail=plain("; ".join(reasons)))
         return Outcome("awaiting_approval", message=f"waiting for approval {approval_id}")
 
     # ------------------------------------------------------------------ launch and follow
