@@ -68,6 +68,9 @@ LOGS_DEFAULT_LINES = 30
 LOGS_MAX_LINES = 200
 #: How much of the log `logs N` and `diagnose` read (the end only, never the whole file).
 TAIL_BYTES = 64 * 1024
+#: How long a click waits for its approval message's ref to be saved (see _clicked_approval_message).
+APPROVAL_REF_WAIT_STEPS = 20
+APPROVAL_REF_WAIT_STEP_S = 0.1
 
 
 # --------------------------------------------------------------------------------------------- thread commands
@@ -529,7 +532,7 @@ class SlackSurface:
             await respond(text="This approval is unknown to deploybot (its database was reset?); nothing was done.",
                           response_type="ephemeral", replace_original=False)
             return
-        message = await self.refs.approval(approval_id)
+        message = await self._clicked_approval_message(approval_id)
         data = row["data"]
         channel = (message.channel if message else None) or data.get("channel") or body["channel"]["id"]
         thread_ts = ((message.thread_ts if message else None) or data.get("thread_ts")
@@ -553,6 +556,17 @@ class SlackSurface:
         # Refused, expired or decided by someone else first: only the clicker hears it; nothing changed.
         await respond(text=escape_keeping_mentions(outcome.message or f"nothing was done ({outcome.state})"),
                       response_type="ephemeral", replace_original=False)
+
+    async def _clicked_approval_message(self, approval_id: str) -> ApprovalMessage | None:
+        """The clicked approval's message. Its ref is saved right after Slack accepts the post, so a click that
+        comes at once (Slack shows the message before chat.postMessage returns to us) can find none yet: wait for
+        it a bounded moment instead of telling the decision in a new status message."""
+        for _ in range(APPROVAL_REF_WAIT_STEPS):
+            message = await self.refs.approval(approval_id)
+            if message is not None:
+                return message
+            await asyncio.sleep(APPROVAL_REF_WAIT_STEP_S)
+        return await self.refs.approval(approval_id)
 
     async def _decision_thread(self, row: dict[str, Any], message: ApprovalMessage | None, channel: str,
                                thread_ts: str | None) -> SlackThread:
