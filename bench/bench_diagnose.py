@@ -28,9 +28,10 @@ from bot.diagnose import diagnose, diagnose_file  # noqa: E402
 from bot.tail import TAIL_BYTES, read_tail  # noqa: E402
 
 MIB = 1024 * 1024
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "crashlogs"
+#: The first crash corpus, copied from shared/corpus/crashlogs (tests/data/PROVENANCE.md).
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs" / "dev"
 
-# Used only when the shared corpus is absent: lines quoted in shared/engines/sglang-log-lines.md.
+# Used only when the corpus is absent: lines quoted in tests/data/engines/sglang-log-lines.md.
 FALLBACK_HEALTHY = (
     "[2025-11-11 04:06:30] Decode batch, #running-req: 28, #token: 22920, token usage: 0.13, cuda graph: True, "
     "gen throughput (token/s): 1086.59, #queue-req: 0, \n"

@@ -5,7 +5,7 @@ download, nothing from a hub) and compare ``torch.cuda.memory_allocated()`` with
 (``memory.weight_bytes`` without an index, minus the MTP head that transformers does not instantiate).
 Prints a table and writes it to --out. Needs a CUDA GPU, torch and transformers.
 
-    python bench/gpu_weights_check.py --configs ../shared/configs --out bench/results/gpu_weights_check.txt
+    python bench/gpu_weights_check.py --configs bot/simhost/configs --out bench/results/gpu_weights_check.txt
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def check(name: str, config: dict) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--configs", type=Path, default=ROOT.parent / "shared" / "configs")
+    parser.add_argument("--configs", type=Path, default=ROOT / "bot" / "simhost" / "configs")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gpu_weights_check.txt")
     parser.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
     parser.add_argument("--budget-s", type=float, default=240, help="skip the remaining models after this long")

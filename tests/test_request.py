@@ -1,4 +1,4 @@
-"""The request parser: the shared corpus, and phrasings it has never seen, against a fleet like the corpus one."""
+"""The request parser: the request corpus (tests/data/corpus), and phrasings it has never seen, against a fleet like the corpus one."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
 
 def _fleet() -> Inventory:
-    """The corpus fleet, written out here so these tests run without ../shared."""
+    """The corpus fleet, written out here as well, so a change to tests/data/corpus/inventory.json is seen."""
     return Inventory(
         hosts={
             "CT129": InventoryHost(
@@ -78,7 +78,7 @@ def _expect(got: DeployRequest | ParseError, expect: dict, check_reuse: bool = T
         assert got.reuse_last == expect.get("reuse_last", False)
 
 
-# ------------------------------------------------------------------------------------------ the shared corpus
+# ------------------------------------------------------------------------------------------ the request corpus
 
 
 def _corpus_lines() -> list[dict]:
