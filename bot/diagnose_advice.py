@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot.diagnose_advice_mtp import keep_mtp_for_radix_cache
-from bot.models import EngineName, Fix, GpuProcess, HostFacts, LaunchPlan, PlanOverrides
+from bot.models import GIB, EngineName, Fix, GpuProcess, HostFacts, LaunchPlan, PlanOverrides
 
 if TYPE_CHECKING:
     from bot.diagnose_structure import TailStructure
 
-GIB = 1024 ** 3
 
 
 @dataclass

@@ -11,9 +11,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models import HostFacts, ModelLocation, utcnow
+from bot.models import GIB, HostFacts, ModelLocation, utcnow
 
-GIB = 1024**3
 
 
 class GpuSummary(BaseModel):

@@ -38,6 +38,9 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+#: Bytes in a GiB: defined once here, for every module that shows or plans memory.
+GIB = 1 << 30
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -42,6 +42,7 @@ from bot.engine_watch import watch_engine
 from bot.launch import LaunchFailed, launch, stop
 from bot.mentions import mention, plain
 from bot.models import (
+    GIB,
     DeployRequest,
     Deployment,
     HostFacts,
@@ -61,7 +62,6 @@ from planners.plan import choose_host, make_plan
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-GIB = 1024**3
 
 OutcomeState = Literal[
     "ready", "crashed", "lost", "rejected", "bad_request", "awaiting_approval", "denied", "stopped", "done", "failed",

@@ -27,11 +27,10 @@ from bot.events import (
     Stopped,
 )
 from bot.diagnose import diagnosis_text
-from bot.models import LaunchPlan
+from bot.models import GIB, LaunchPlan
 from bot.mentions import plain as plain_mentions
 from planners.render import failure_text, plan_text
 
-GIB = 1024**3
 
 
 class ConsoleThread:

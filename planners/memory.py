@@ -16,11 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.models import ModelFolder
+from bot.models import GIB, ModelFolder
 
 from .model import ModelSpec
 
-GIB = 1 << 30
 MIB = 1 << 20
 GB = 1_000_000_000
 

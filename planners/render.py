@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from bot.models import LaunchPlan, PlanFailure
+from bot.models import GIB, LaunchPlan, PlanFailure
 
-GIB = 1 << 30
 
 
 def _gib(value: int | float) -> str:

@@ -48,7 +48,7 @@ from bot.events import (
 )
 from bot.mentions import mention as bot_mention
 from bot.mentions import resolve as resolve_mentions
-from bot.models import Action, DeploymentState, Diagnosis, EngineName, Frozen, GpuInfo, LaunchPlan, ParseError, PlanFailure
+from bot.models import GIB, Action, DeploymentState, Diagnosis, EngineName, Frozen, GpuInfo, LaunchPlan, ParseError, PlanFailure
 
 # Slack's limits (https://api.slack.com/reference/block-kit/blocks).
 MAX_MESSAGE_BLOCKS = 50
@@ -64,7 +64,6 @@ APPROVE_ACTION_ID = "deploybot_approve"
 DENY_ACTION_ID = "deploybot_deny"
 APPROVAL_BLOCK_PREFIX = "deploybot_approval:"
 
-GIB = 1024**3
 
 
 # --------------------------------------------------------------------------------------------- text helpers
