@@ -14,13 +14,13 @@ import asyncio
 import logging
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Iterable
 
 from bot.config import AppConfig
 from bot.hostview import HostView
 from bot.inventory import Inventory
 from bot.models import DeployRequest, HostFacts, ParseError
+from bot.parse.normalise import normalised
 from bot.probe import probe
 from bot.remote import RemotePool
 from bot.request import parse_request
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 
 #: Parse errors a fresh probe can cure: the name may be a folder that appeared since the last probe.
 RESOLVE_BY_PROBING = frozenset({"unknown_model", "not_on_host"})
-_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d"), "-")
 
 
 class Discovery:
@@ -91,11 +90,12 @@ class Discovery:
 
 
 def hosts_named(text: str, hosts: Iterable[str]) -> list[str]:
-    """The configured hosts whose name stands as a word in the text (case and dash variants ignored)."""
-    normal = unicodedata.normalize("NFKC", text).translate(_DASHES).lower()
+    """The configured hosts whose name stands as a word in the text, both read as the parser reads them (case,
+    dash and space variants ignored)."""
+    normal = normalised(text).lower()
     found = []
     for host in hosts:
-        pattern = rf"(?<![a-z0-9._-]){re.escape(host.lower())}(?![a-z0-9_-]|\.[a-z0-9])"
+        pattern = rf"(?<![a-z0-9._-]){re.escape(normalised(host).lower())}(?![a-z0-9_-]|\.[a-z0-9])"
         if re.search(pattern, normal):
             found.append(host)
     return found

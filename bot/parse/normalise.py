@@ -73,6 +73,12 @@ _LONG_DASH = re.compile(r"[\u2014\u2015\u2e3a\u2e3b]")
 _INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
 
 
+def normalised(raw: str) -> str:
+    """The text as the parser reads it (Unicode, dashes, Slack markup): for code outside the parser that must see
+    the same words, such as discovery's look for a host name."""
+    return _normalise(raw)[0]
+
+
 def _normalise(raw: str) -> tuple[str, str | None]:
     """Slack text -> plain text. Returns (text, why it is unsafe or None)."""
     text = unicodedata.normalize("NFKC", raw)
