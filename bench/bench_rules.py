@@ -1,6 +1,6 @@
 """Benchmark: the time of every pattern that reads host text on its worst adversarial 1 MB line.
 
-The patterns are collected by tests/adversarial.py (every table of the bot.diagnose* modules, bot.logevents,
+The patterns are collected by tests/adversarial.py (every table of the bot.diagnose package, bot.logevents,
 bot.redact, so new rules are included); for each, the slowest of its candidate periodic lines is picked on 4 KB and
 timed at 1 MB (best of 3 runs, so that a busy machine inflates the figure less). The diagnoser never sees such a
 line (bot.tail.bound_text cuts lines at 4,096 characters first): this measures the patterns themselves, the bound

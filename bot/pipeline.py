@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 from typing import Literal, Protocol, TypeVar
 
 from bot.config import AppConfig, HostConfig, Secrets
-from bot.diagnose_runner import DiagnosisRunner
+from bot.diagnose.runner import DiagnosisRunner
 from bot.discovery import Discovery, parse_resolving
 from bot.events import (
     ApprovalDecided,
@@ -118,7 +118,7 @@ class Pipeline:
         self.remotes = remotes or RemotePool(config.hosts)
         self.approver = approver
         self.discovery = Discovery(config, store, self.remotes)
-        #: Diagnosis runs off the event loop under a deadline (bot/diagnose_runner.py).
+        #: Diagnosis runs off the event loop under a deadline (bot/diagnose/runner.py).
         self.diagnoser = diagnoser or DiagnosisRunner()
         self._host_locks: dict[str, asyncio.Lock] = {}
         self.following: set[str] = set()  # ids of the deployments whose log is followed now (a metrics gauge)

@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Iterator
 
-import bot
+import bot.diagnose
 
 try:  # Python 3.11+
     import re._constants as _sre_constants
@@ -27,8 +27,8 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_constants as _sre_constants  # type: ignore[no-redef]
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
-#: Modules whose patterns run on text from a host (engine logs, tails): every ``bot.diagnose*`` module (the rule
-#: tables may grow new modules) plus the log normaliser/event reader and the redactor.
+#: Modules whose patterns run on text from a host (engine logs, tails): every module of the ``bot.diagnose`` package
+#: (the rule tables may grow new modules) plus the log normaliser/event reader and the redactor.
 FIXED_MODULES = ("bot.logevents", "bot.redact")
 
 #: Characters and short units that typical backtracking culprits consume.
@@ -41,7 +41,7 @@ _REPEATS = (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT,
 
 def host_text_modules() -> list[str]:
     """The modules, each after the ones it imports from (so a table is named after the module that defines it)."""
-    names = [f"bot.{info.name}" for info in pkgutil.iter_modules(bot.__path__) if info.name.startswith("diagnose")]
+    names = [info.name for info in pkgutil.walk_packages(bot.diagnose.__path__, "bot.diagnose.")]
     names = sorted(names) + list(FIXED_MODULES)
     sources = {name: inspect.getsource(importlib.import_module(name)) for name in names}
     ordered: list[str] = []

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bot.diagnose import diagnose
-from bot.diagnose_runner import DiagnosisRunner, cut_short
+from bot.diagnose.runner import DiagnosisRunner, cut_short
 from bot.logevents import normalize_line
 from bot.redact import redact
 from bot.tail import MAX_LINE_CHARS, TAIL_BYTES, bound_text
@@ -34,8 +34,8 @@ PATTERNS = host_text_patterns()
 
 def test_the_tables_are_all_collected() -> None:
     names = set(PATTERNS)
-    assert "bot.diagnose_rules.RULES[incompatible_flags].pattern" in names
-    assert "bot.diagnose_rules.FRAMING" in names
+    assert "bot.diagnose.rules.RULES[incompatible_flags].pattern" in names
+    assert "bot.diagnose.rules.FRAMING" in names
     assert "bot.logevents._RAY_REPEAT" in names
     assert "bot.redact._URL_PASSWORD" in names
     assert len(names) > 100
@@ -69,7 +69,7 @@ def test_the_fixed_rules_still_name_their_causes() -> None:
         "file_missing": "OSError: It looks like the config file at '/m/config.json' is not a valid JSON file.",
     }
     by_name = {name.split("[")[1].split("]")[0]: p for name, p in PATTERNS.items()
-               if name.startswith("bot.diagnose_rules.RULES[") and name.endswith("].pattern")}
+               if name.startswith("bot.diagnose.rules.RULES[") and name.endswith("].pattern")}
     for rule, line in cases.items():
         assert by_name[rule].search(line), rule
     assert by_name["shared_library"].search(cases["shared_library"]).group(1) == "libcudart.so.12"

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.diagnose import _prepare, diagnose, diagnosis_text
-from bot.diagnose_structure import parse_structure
+from bot.diagnose import diagnose, diagnosis_text
+from bot.diagnose.match import _prepare
+from bot.diagnose.structure import parse_structure
 from bot.models import EngineInstall, HostFacts, ModelFolder
 from tests.test_diagnose import _plan
 

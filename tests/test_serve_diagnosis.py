@@ -1,5 +1,5 @@
 """`deploybot serve` keeps acking while a diagnosis runs, and stops when asked, through the real Bolt app: its
-diagnosis runs in a worker process (bot/diagnose_runner.py), never on the loop that answers Slack."""
+diagnosis runs in a worker process (bot/diagnose/runner.py), never on the loop that answers Slack."""
 
 from __future__ import annotations
 

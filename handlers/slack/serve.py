@@ -18,7 +18,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import AppConfig, Secrets
-from bot.diagnose_runner import DiagnosisRunner
+from bot.diagnose.runner import DiagnosisRunner
 from bot.pipeline import Pipeline
 from bot.store import Store
 from handlers.slack.app import EVENTS_PATH, SlackSurface

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_advice import Finding, LogLine
-from bot.diagnose_health import Health
-from bot.diagnose_render import last_line
-from bot.diagnose_rules import FRAMING, GENERIC_ERROR, OPTIONAL_IMPORT, SELF_KILL
-from bot.diagnose_structure import TailStructure
+from bot.diagnose.types import Finding, LogLine
+from bot.diagnose.health import Health
+from bot.diagnose.render import last_line
+from bot.diagnose.rules import FRAMING, GENERIC_ERROR, OPTIONAL_IMPORT, SELF_KILL
+from bot.diagnose.structure import TailStructure
 
 SIGKILL_EXIT_CODES = frozenset({137, -9})
 #: A compiled extension of the engine that failed to import: vLLM only warns ("Failed to import from vllm._C with

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.diagnose_advice import LogLine
-from bot.diagnose_render import evidence_of, last_line
+from bot.diagnose.types import LogLine
+from bot.diagnose.render import evidence_of, last_line
 from bot.logevents import DecodeStats, LogReader, NormalizedLine, ServerReady
 from bot.models import Diagnosis
 

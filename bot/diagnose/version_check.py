@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_advice import Finding, LogLine, PlanView
-from bot.diagnose_advice_version import added_in, architecture_of_model_type, installed_version
+from bot.diagnose.advice.plan_view import PlanView
+from bot.diagnose.types import Finding, LogLine
+from bot.diagnose.advice.version import added_in, architecture_of_model_type, installed_version
 from planners.compat import at_least, engine_label
 
 _BANNER = re.compile(r"vLLM API server version v?(\d+\.\d+(?:\.\d+)?[\w.+-]{0,20})"

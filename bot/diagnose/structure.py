@@ -9,7 +9,7 @@ ended, and how far the start-up got.
 - ``exits``: how the process ended when the tail says (an exit code, a signal, the shell's "Killed" in any locale).
 - ``milestones``: the start-up phases the log reached, in order (arguments parsed, weights loading, weights loaded
   with their size, KV cache allocated, CUDA graphs capturing / captured, server up).
-The diagnoser's structural rules (bot/diagnose_structure_rules.py) decide a category from these; the advice quotes
+The diagnoser's structural rules (bot/diagnose/structure_rules.py) decide a category from these; the advice quotes
 them (the exception, the phase reached). Traceback shapes are CPython's (traceback.py), the milestone lines the
 engines' own (tests/data/engines/*-log-lines.md).
 """
@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.diagnose_advice import LogLine
-from bot.diagnose_locale import KILLED
+from bot.diagnose.types import LogLine
+from bot.diagnose.locale import KILLED
 
 _HEADER = re.compile(r"Traceback \(most recent call last\):?\s*$")
 _FRAME = re.compile(r'^File "([^"]{1,500})", line (\d+)(?:, in (\S{1,200}))?')

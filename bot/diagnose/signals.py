@@ -4,7 +4,7 @@ the installed build does not run (vLLM's V1 engine refusing a feature, an archit
 inspected", the Transformers fallback model class).
 
 Sources, each the engine's or tool's own text:
-- the shell's "Killed" and strerror(EADDRINUSE) in every locale: glibc's message catalogues (bot/diagnose_locale.py);
+- the shell's "Killed" and strerror(EADDRINUSE) in every locale: glibc's message catalogues (bot/diagnose/locale.py);
 - ZMQ's "Address already in use (addr='tcp://127.0.0.1:5570')": https://github.com/vllm-project/vllm/issues/7196,
   https://github.com/sgl-project/sglang/issues/9396; torch's TCPStore "EADDRINUSE": vllm-project/vllm#11617;
 - the linker while Triton builds its launcher ("/usr/bin/ld: cannot find -lcuda", "collect2: error: ld returned 1
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_locale import ADDRESS_IN_USE, KILLED, NO_MEMORY, NO_SPACE, PERMISSION_DENIED, SEGFAULT
-from bot.diagnose_rule import Rule, r
-from bot.diagnose_rules_optional import OPTIONAL_IMPORT
+from bot.diagnose.locale import ADDRESS_IN_USE, KILLED, NO_MEMORY, NO_SPACE, PERMISSION_DENIED, SEGFAULT
+from bot.diagnose.types import Rule, r
+from bot.diagnose.optional import OPTIONAL_IMPORT
 
 #: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
 #: Possessive (no backtracking into the name), then its ending checked behind: CausalLM, ...Generation, ...Model.

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_advice import Advice, Finding, PlanView, other_engine
+from bot.diagnose.advice.plan_view import PlanView, other_engine
+from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 from planners.compat import ARCHITECTURES, at_least, engine_label
 

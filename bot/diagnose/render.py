@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from bot.diagnose_advice import LogLine
+from bot.diagnose.types import LogLine
 from bot.logevents import strip_ansi
 from bot.models import Diagnosis, EvidenceLine, LaunchPlan, PlanOverrides
 from bot.redact import redact

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_advice import Advice, Finding, LogLine, PlanView
+from bot.diagnose.advice.plan_view import PlanView
+from bot.diagnose.types import Advice, Finding, LogLine
 from bot.models import Fix, PlanOverrides
 
 _PORT = re.compile(r"\('[^']{0,100}',\s*(\d{2,5})\)|tcp://[^\s:'\"]{1,100}:(\d{2,5})|\[[^\]\s]{0,60}\]:(\d{2,5})\b"

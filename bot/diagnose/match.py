@@ -7,10 +7,10 @@ and host facts when known; with them the next steps carry this plan's numbers an
 How it reads a log:
 1. Lines are put in time order (logs pasted newest-first are recognised by their timestamps or traceback shape),
    stripped of launcher prefixes (``bot.logevents.normalize_line``), and cut to the latest launch in the file.
-2. Every line is matched against the phrase rules (``bot.diagnose_rules``, ``bot.diagnose_rules_signals``: source
+2. Every line is matched against the phrase rules (``bot.diagnose.rules``, ``bot.diagnose.signals``: source
    lines quoted inside tracebacks are skipped, INFO/WARNING lines only count for rules that say so), and the tail's
-   structure (``bot.diagnose_structure``: exceptions with their frames and chained causes, the process exit, the
-   start-up phase reached) against the structural rules (``bot.diagnose_structure_rules``: an exception decided by
+   structure (``bot.diagnose.structure``: exceptions with their frames and chained causes, the process exit, the
+   start-up phase reached) against the structural rules (``bot.diagnose.structure_rules``: an exception decided by
    the package it was raised in). The strongest rule wins; among equals the earliest line, because the root cause
    comes before its consequences ("Engine core initialization failed", SIGQUIT, the shell's "Killed" after SGLang
    killed its own process tree). Competing categories close in strength are kept as the verdict's alternatives.
@@ -18,8 +18,8 @@ How it reads a log:
    and the lines around it.
 4. If the server kept serving after an error, or no error is there, the log is healthy: ``none``. An error no rule
    knows is reported as ``other`` with its last error lines quoted, never dressed up as a known cause
-   (``bot.diagnose_unknown``).
-5. ``bot.diagnose_advise`` turns the finding into next steps and, where the remedy is a plan change, a ``Fix``.
+   (``bot.diagnose.unknown``).
+5. ``bot.diagnose.advice`` turns the finding into next steps and, where the remedy is a plan change, a ``Fix``.
 Every quoted line, the cause and the steps are redacted (``bot.redact``) before they leave this module.
 """
 
@@ -29,11 +29,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.diagnose_advice import Finding, LogLine, PlanView
-from bot.diagnose_advise import advise
-from bot.diagnose_health import healthy_diagnosis, read_health
-from bot.diagnose_render import diagnosis_text, evidence_of, secrets_of
-from bot.diagnose_rules import (
+from bot.diagnose.advice.plan_view import PlanView
+from bot.diagnose.types import Finding, LogLine
+from bot.diagnose.advice import advise
+from bot.diagnose.health import healthy_diagnosis, read_health
+from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
+from bot.diagnose.rules import (
     CONTEXT_LINES,
     GENERIC_ERROR,
     OOM,
@@ -47,10 +48,10 @@ from bot.diagnose_rules import (
     SELF_KILL,
     Rule,
 )
-from bot.diagnose_structure import TailStructure, parse_structure
-from bot.diagnose_structure_rules import hinted_categories, structural_hits
-from bot.diagnose_unknown import SIGKILL_EXIT_CODES, import_behind_inspection, unrecognised
-from bot.diagnose_version_check import engine_too_old
+from bot.diagnose.structure import TailStructure, parse_structure
+from bot.diagnose.structure_rules import hinted_categories, structural_hits
+from bot.diagnose.unknown import SIGKILL_EXIT_CODES, import_behind_inspection, unrecognised
+from bot.diagnose.version_check import engine_too_old
 from bot.logevents import LAUNCH_START, detect_engine_of, normalize_line
 from bot.models import Diagnosis, HostFacts, LaunchPlan
 from bot.redact import redact

@@ -6,7 +6,7 @@ threads those messages come from. To teach the diagnoser a new cause, add a ``Ru
 known cause, widen a pattern. Patterns run against the message with its prefixes removed
 (``bot.logevents.normalize_line``).
 
-How a rule is chosen (bot/diagnose.py): the highest ``priority`` wins; among equals, the earliest line (the root
+How a rule is chosen (bot/diagnose/match.py): the highest ``priority`` wins; among equals, the earliest line (the root
 cause comes before its consequences). Lines an engine logged at INFO/WARNING only count for rules marked
 ``any_level``. Lines matching ``FRAMING`` are consequences (a child died, the engine core failed to start) and never
 a cause. A CUDA out-of-memory error (category ``OOM``) is given its category by the phase it happened in (weights,
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_rule import Rule, r
-from bot.diagnose_rules_optional import OPTIONAL_IMPORT
-from bot.diagnose_rules_signals import SIGNAL_RULES
+from bot.diagnose.types import Rule, r
+from bot.diagnose.optional import OPTIONAL_IMPORT
+from bot.diagnose.signals import SIGNAL_RULES
 
 #: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
 OOM = "@oom"

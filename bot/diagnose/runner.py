@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from multiprocessing.pool import Pool
 from typing import Any
 
-from bot.diagnose_rules import GENERIC_ERROR
+from bot.diagnose.rules import GENERIC_ERROR
 from bot.logevents import normalize_line
 from bot.models import Diagnosis, EvidenceLine, HostFacts, LaunchPlan
 from bot.redact import redact

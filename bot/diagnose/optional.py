@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.diagnose_rule import r
+from bot.diagnose.types import r
 
 #: Engines report optional imports that failed and carry on (SGLang: "Ignore import error when loading
 #: sglang.srt.models.x: No module named ..."; "torchcodec is not installed; audio inputs will fail at request time").

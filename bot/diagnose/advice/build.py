@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose_advice import Advice, Finding, LogLine, PlanView, gpu_words
+from bot.diagnose.advice.plan_view import PlanView, gpu_words
+from bot.diagnose.types import Advice, Finding, LogLine
 from bot.models import Fix, PlanOverrides
 
 _COMPILER_ERROR = re.compile(r"(?:\.(?:c|cc|cpp|cu|cuh|h|hpp):\d+:(?:\d+:)? (?:fatal )?error: .{1,200}"

@@ -6,8 +6,9 @@ which process failed and what to capture.
 
 from __future__ import annotations
 
-from bot.diagnose_advice import Advice, Finding, PlanView
-from bot.diagnose_advice_version import installed_version
+from bot.diagnose.advice.plan_view import PlanView
+from bot.diagnose.types import Advice, Finding
+from bot.diagnose.advice.version import installed_version
 from bot.models import Fix, PlanOverrides
 from planners.compat import engine_label
 

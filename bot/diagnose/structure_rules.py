@@ -1,7 +1,7 @@
 """Structural rules, as data: an exception decided by its class, where it was raised (the package path of its
 innermost frames) and what else the tail holds, for wordings no phrase rule knows yet.
 
-A phrase rule (bot/diagnose_rules.py) knows one message; a structural rule knows a place: an AttributeError raised
+A phrase rule (bot/diagnose/rules.py) knows one message; a structural rule knows a place: an AttributeError raised
 inside the engine's generic Transformers fallback model class (vllm/model_executor/models/transformers.py,
 sglang/srt/models/transformers.py) means the engine has no implementation of the architecture, whatever the
 attribute; any exception out of flashinfer/jit/, torch/utils/cpp_extension.py or triton/runtime/build.py is a JIT
@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.diagnose_rule import Rule, r
-from bot.diagnose_structure import RaisedException, TailStructure
+from bot.diagnose.types import Rule, r
+from bot.diagnose.structure import RaisedException, TailStructure
 
 _ANY = r(r"^(.{1,300})")
 

@@ -1,0 +1,51 @@
+"""Advice for launch arguments the engine refused (unknown flags, invalid values, a quantization mismatch)."""
+
+from __future__ import annotations
+
+import re
+
+from bot.diagnose.advice.plan_view import PlanView, argv_value_of
+from bot.diagnose.types import Advice, Finding
+from bot.models import Fix, PlanOverrides
+
+
+def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
+    text = f.decisive.text if f.decisive else ""
+    steps: list[str] = []
+    fix: Fix | None = None
+    if f.kind == "quantization_arg" and f.match is not None:
+        steps.append(f"the checkpoint is {f.match.group(1)}-quantized: drop --quantization {f.match.group(2)} "
+                     f"and let the engine read it from the config")
+        return steps, Fix(summary="drop --quantization", overrides=PlanOverrides(remove_args=["--quantization"]))
+    unknown = re.search(r"unrecognized arguments?: (.+)", text)
+    if unknown:
+        flags = [token for token in unknown.group(1).split() if token.startswith("-")]
+        given = {token.split("=", 1)[0] for token in s.argv}
+        remove: list[str] = []
+        extra: list[str] = []
+        for flag in flags:
+            name = flag.split("=", 1)[0]
+            hyphenated = name.replace("_", "-")
+            if hyphenated != name:
+                steps.append(f"{name} is spelled with underscores: the engine expects {hyphenated}")
+                value = argv_value_of(s.argv, [name])
+                if name in given:
+                    remove.append(name)
+                    extra.extend([hyphenated] + ([value] if value else []))
+            else:
+                steps.append(f"{name} is not an option of this {s.engine or 'engine'} version"
+                             + (f" ({s.plan.engine_version})" if s.plan and s.plan.engine_version else "")
+                             + ": drop it or upgrade the engine")
+                if name in given:
+                    remove.append(name)
+        if remove:
+            fix = Fix(summary="fix the unknown flag(s): " + ", ".join(remove),
+                      overrides=PlanOverrides(remove_args=remove, extra_args=extra))
+    elif f.match is not None and f.rule == "argparse_invalid":
+        steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
+    else:
+        steps.append(f"the arguments were refused: {f.cause}")
+    helper = {"sglang": "python -m sglang.launch_server --help", "vllm": "vllm serve --help=all"}.get(s.engine or "")
+    steps.append(f"`{helper}` on the host lists the options this version accepts" if helper else
+                 "the engine's --help on the host lists the options this version accepts")
+    return steps, fix

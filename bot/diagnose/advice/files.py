@@ -1,0 +1,90 @@
+"""Advice for what the engine could not get: the model hub, the model's files, a Python package, a transformers
+release that knows the model."""
+
+from __future__ import annotations
+
+import re
+
+from bot.diagnose.advice.plan_view import PACKAGES, PlanView, gib
+from bot.diagnose.types import Advice, Finding
+from bot.models import Fix, PlanOverrides
+
+
+def advise_hub(f: Finding, s: PlanView) -> Advice:
+    steps: list[str] = []
+    if f.kind == "gated":
+        steps.append("the model is gated on the Hub: download it once with an authorised token into the host's "
+                     "models folder (deploybot serves local folders)")
+    path = s.plan.model_path if s.plan else None
+    if path and not path.startswith("/"):
+        steps.append(f"the model path '{path}' is not a local folder, so the engine went to the Hub: use the "
+                     f"folder's absolute path")
+    elif path:
+        steps.append(f"launch from the local folder {path} with HF_HUB_OFFLINE=1 so the engine never calls the Hub "
+                     f"(the tokenizer or a remote-code file may still have pointed at a repo id)")
+    else:
+        steps.append("pass the local model folder (absolute path) and set HF_HUB_OFFLINE=1; the host has no "
+                     "(allowed) route to huggingface.co")
+    fix = Fix(summary="HF_HUB_OFFLINE=1 (use the local files only)",
+              overrides=PlanOverrides(env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})) if s.plan else None
+    return steps, fix
+
+
+def advise_files(f: Finding, s: PlanView) -> Advice:
+    text = f.decisive.text if f.decisive else ""
+    steps: list[str] = []
+    model = s.facts.model if s.facts else None
+    path = model.path if model else (s.plan.model_path if s.plan else None)
+    if "HeaderTooLarge" in text:
+        steps.append("a .safetensors file is not a real shard (typically a git-lfs pointer of a few hundred "
+                     "bytes): fetch the real files (`git lfs pull`) or download again")
+    elif re.search(r"MetadataIncompleteBuffer|incomplete metadata|unexpected EOF|failed reading zip", text):
+        steps.append("a shard is truncated (an interrupted download or copy): download it again and compare "
+                     "checksums with the source")
+    if f.kind == "path" or not steps:
+        where = path or "the model folder"
+        steps.append(f"check that {where} exists on the host and holds config.json and every shard")
+    if model is not None:
+        if not model.exists:
+            steps.append(f"{model.path} does not exist on {s.facts.host if s.facts else 'the host'}")
+        elif model.index_total_size and model.shard_bytes and model.shard_bytes < model.index_total_size:
+            steps.append(f"the shards hold {gib(model.shard_bytes)} but the index expects "
+                         f"{gib(model.index_total_size)}: a shard is missing or short")
+    return steps, None
+
+
+def advise_dependency(f: Finding, s: PlanView) -> Advice:
+    text = f.decisive.text if f.decisive else ""
+    python = "the engine's python"
+    steps: list[str] = []
+    module = re.search(r"No module named '([\w.]+)'", text)
+    if module:
+        top = module.group(1).split(".")[0]
+        package = PACKAGES.get(top, top.replace("_", "-"))
+        steps.append(f"install {package} into the environment the engine runs in: {python} -m pip install {package}")
+        if top in ("vllm", "sglang"):
+            steps.append(f"{top} itself is missing: the launch used a different Python (venv/conda) than the one "
+                         f"that has it")
+    elif "undefined symbol" in text or f.kind == "binary":
+        library = re.search(r"(lib[\w.+-]+\.so[\w.]*)|/([\w.-]+\.so)", text)
+        name = next((g for g in library.groups() if g), "a compiled extension") if library else "a compiled extension"
+        if "libcudart" in text or "libcuda" in text:
+            steps.append(f"{name} is missing: the wheel was built for another CUDA runtime than the host has; install "
+                         f"the matching runtime or the engine build for the host's CUDA")
+        else:
+            steps.append(f"{name} was built against another torch/CUDA than the one installed: reinstall the engine "
+                         f"so its compiled packages match the installed torch")
+    else:
+        steps.append(f"an import failed ({f.cause}): install or upgrade the named package in the engine's environment")
+    installed = s.facts.engines.get(s.engine) if s.facts and s.engine else None
+    if installed and installed.error:
+        steps.append(f"the probe saw the same problem importing {s.engine}: {installed.error[:120]}")
+    return steps, None
+
+
+def advise_transformers(f: Finding, s: PlanView) -> Advice:
+    model_type = f.match.group(1) if f.match is not None and f.match.groups() else "this model type"
+    return ([f"upgrade transformers in the engine's environment to a release that knows '{model_type}' "
+             f"(pip install -U transformers)",
+             "if the engine pins an older transformers, upgrade the engine to a release that supports the model"],
+            None)

@@ -1,0 +1,99 @@
+"""Advice for the GPU and the host: driver or architecture, quantization kernels the GPU cannot run, multi-GPU
+communication (NCCL, P2P, /dev/shm), host RAM (the OOM killer)."""
+
+from __future__ import annotations
+
+import re
+
+from bot.diagnose.advice.plan_view import PlanView, gib, gpu_words
+from bot.diagnose.types import Advice, Finding
+from bot.models import Fix, PlanOverrides
+
+
+def advise_cuda(f: Finding, s: PlanView) -> Advice:
+    gpu = gpu_words(s)
+    steps: list[str] = []
+    fix: Fix | None = None
+    if f.kind == "driver":
+        driver = f"driver {s.facts.driver_version} (CUDA {s.facts.cuda_version})" \
+            if s.facts and s.facts.driver_version else "the host's driver"
+        steps.append(f"{driver} is older than the CUDA the engine's torch needs: upgrade the NVIDIA driver, or "
+                     f"install an engine/torch build for the driver's CUDA version")
+    elif f.kind == "bf16":
+        steps.append(f"{gpu or 'this GPU'} has no bfloat16: run in float16 (--dtype float16)")
+        fix = Fix(summary="--dtype float16 (no bfloat16 on this GPU)",
+                  overrides=PlanOverrides(extra_args=["--dtype", "float16"]))
+    elif f.kind == "capability":
+        steps.append(f"{f.cause}: on {gpu or 'this GPU'} do not use this feature (e.g. FP8 needs compute "
+                     f"capability 8.9+): a bf16/fp16 or AWQ/GPTQ checkpoint, or a newer GPU")
+    else:
+        steps.append(f"the installed engine/torch has no compiled kernels for {gpu or 'this GPU'}: install a build "
+                     f"that includes this architecture (newer GPUs need a torch built for CUDA 12.8+)")
+        steps.append("a kernel JIT-compiled elsewhere (a copied cache) can cause the same: clear the JIT caches "
+                     "(~/.cache/flashinfer, ~/.triton) and relaunch")
+    return steps, fix
+
+
+def advise_quantization(f: Finding, s: PlanView) -> Advice:
+    gpu = gpu_words(s)
+    if f.kind == "dtype":
+        dtype = f.match.group(1) if f.match is not None else "this dtype"
+        return ([f"{dtype} does not work with these quantization kernels: run in float16 (--dtype float16)"],
+                Fix(summary="--dtype float16 (what the quantized kernels support)",
+                    overrides=PlanOverrides(extra_args=["--dtype", "float16"])))
+    if f.kind == "unknown":
+        return ([f"{s.engine or 'the engine'} {s.plan.engine_version if s.plan and s.plan.engine_version else ''} "
+                 f"does not know this quantization method: upgrade the engine or use a checkpoint in a format it "
+                 f"supports".replace("  ", " ")], None)
+    return ([f"{gpu or 'this GPU'} cannot run this quantization: use a checkpoint in another format (bf16/fp16, or "
+             f"AWQ/GPTQ on older GPUs), or a GPU that supports it"], None)
+
+
+def _p2p_broken(s: PlanView) -> bool:
+    if not s.facts or not s.facts.p2p:
+        return False
+    gpus = set(s.plan.gpus) if s.plan else None
+    for pair, state in s.facts.p2p.items():
+        ends = {int(x) for x in re.findall(r"\d+", pair)}
+        if (gpus is None or ends <= gpus) and state.lower() not in ("ok", "supported", "yes"):
+            return True
+    return False
+
+
+def advise_nccl(f: Finding, s: PlanView) -> Advice:
+    steps: list[str] = []
+    p2p_fix = Fix(summary="NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce (these GPUs have no P2P)",
+                  overrides=PlanOverrides(env={"NCCL_P2P_DISABLE": "1"}, extra_args=["--disable-custom-all-reduce"]))
+    if f.kind == "p2p" or _p2p_broken(s):
+        steps.append("these GPUs cannot reach each other's memory (consumer cards / PCIe without P2P): disable P2P "
+                     "and the custom all-reduce")
+        return steps, p2p_fix
+    if f.kind == "shm":
+        steps.append("NCCL needs /dev/shm: in a container run with --ipc=host or a larger --shm-size (e.g. 16g); "
+                     "check `df -h /dev/shm` on the host")
+    elif f.kind == "timeout":
+        steps.append("a collective timed out: one rank stalled or died first and the others waited; that rank's own "
+                     "error (an OOM, an exception, a kill) is the cause. Relaunch with NCCL_DEBUG=INFO and "
+                     "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 to have it named; on several nodes check the network between "
+                     "them (NCCL_SOCKET_IFNAME)")
+    else:
+        steps.append("rerun with NCCL_DEBUG=INFO to see the failing call; the usual causes: /dev/shm too small in a "
+                     "container (--ipc=host), GPUs without P2P (NCCL_P2P_DISABLE=1), several network interfaces "
+                     "(NCCL_SOCKET_IFNAME)")
+    return steps, None
+
+
+def advise_host_oom(f: Finding, s: PlanView) -> Advice:
+    steps = ["check the host's kernel log: `dmesg -T | grep -i -E 'killed process|out of memory'`"]
+    if s.facts and s.facts.ram_total_bytes:
+        available = f", {gib(s.facts.ram_available_bytes)} available now" if s.facts.ram_available_bytes else ""
+        steps.append(f"{s.facts.host} has {gib(s.facts.ram_total_bytes)} of RAM{available}")
+    if s.plan and s.tp and s.tp > 1:
+        steps.append(f"with TP {s.tp}, {s.tp} workers read the {gib(s.plan.weights_bytes)} checkpoint through RAM "
+                     f"at once: free RAM, add swap, or stop other memory-heavy jobs before relaunching")
+    else:
+        steps.append("weights pass through RAM while loading: free RAM or add swap before relaunching")
+    if f.kind == "bare_kill":
+        steps.append("if dmesg shows no OOM kill, something else sent SIGKILL (a container memory limit, a "
+                     "supervisor or timeout)")
+    return steps, None

@@ -1,0 +1,228 @@
+"""What is known of this launch (engine, plan, host) as the advice reads it: flags, numbers, shared GPUs,
+the TP that would fit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bot.models import GIB, EngineName, GpuProcess, HostFacts, LaunchPlan
+
+#: Each engine's spelling of the flags the advice names.
+FLAGS: dict[str, dict[str, str]] = {
+    "sglang": {"mem_fraction": "--mem-fraction-static", "context": "--context-length", "tp": "--tp",
+               "graph_bs": "--cuda-graph-max-bs", "no_graph": "--disable-cuda-graph", "port": "--port",
+               "batch_tokens": "--chunked-prefill-size"},
+    "vllm": {"mem_fraction": "--gpu-memory-utilization", "context": "--max-model-len",
+             "tp": "--tensor-parallel-size", "graph_bs": "--max-cudagraph-capture-size",
+             "no_graph": "--enforce-eager", "port": "--port", "batch_tokens": "--max-num-batched-tokens"},
+}
+_ARGV_NAMES: dict[str, tuple[str, ...]] = {
+    "mem_fraction": ("--mem-fraction-static", "--mem-fraction", "--gpu-memory-utilization"),
+    "context": ("--context-length", "--max-model-len"),
+    "graph_bs": ("--cuda-graph-max-bs", "--max-cudagraph-capture-size", "--max-seq-len-to-capture"),
+    "tp": ("--tp", "--tp-size", "--tensor-parallel-size", "-tp"),
+    "dtype": ("--dtype",),
+    "quantization": ("--quantization", "-q"),
+    "batched_tokens": ("--max-num-batched-tokens", "--chunked-prefill-size"),
+}
+PACKAGES = {"flash_attn": "flash-attn", "sgl_kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
+             "vllm": "vllm", "sglang": "sglang", "transformers": "transformers", "triton": "triton",
+             "deep_gemm": "deep-gemm", "xformers": "xformers", "outlines": "outlines", "bitsandbytes": "bitsandbytes"}
+
+
+def gib(value: float | int | None) -> str:
+    return "?" if value is None else f"{value / GIB:.1f} GiB"
+
+
+def argv_value_of(argv: list[str], names: Iterable[str]) -> str | None:
+    wanted = {name.replace("_", "-") for name in names}
+    for i, token in enumerate(argv):
+        flag, _, inline = token.partition("=")
+        if flag.replace("_", "-") in wanted:
+            if inline:
+                return inline
+            if i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                return argv[i + 1]
+    return None
+
+
+def as_float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def as_int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class PlanView:
+    """What is known of this launch: engine, plan, host. Every number is None when unknown."""
+
+    engine: str | None
+    plan: LaunchPlan | None
+    facts: HostFacts | None
+
+    def flag(self, name: str) -> str:
+        if self.engine in FLAGS:
+            return FLAGS[self.engine][name]
+        return f"{FLAGS['sglang'][name]} (SGLang) / {FLAGS['vllm'][name]} (vLLM)"
+
+    @property
+    def argv(self) -> list[str]:
+        return self.plan.argv if self.plan else []
+
+    def argv_value(self, name: str) -> str | None:
+        return argv_value_of(self.argv, _ARGV_NAMES[name])
+
+    @property
+    def tp(self) -> int | None:
+        return self.plan.tp if self.plan else None
+
+    @property
+    def mem_fraction(self) -> float | None:
+        if self.plan and self.plan.mem_fraction:
+            return self.plan.mem_fraction
+        return as_float(self.argv_value("mem_fraction"))
+
+    @property
+    def context_length(self) -> int | None:
+        if self.plan and self.plan.context_length:
+            return self.plan.context_length
+        return as_int(self.argv_value("context"))
+
+    @property
+    def graph_bs(self) -> int | None:
+        return as_int(self.argv_value("graph_bs"))
+
+    def _gpus(self) -> list[int]:
+        return list(self.plan.gpus) if self.plan else []
+
+    @property
+    def weights_per_gpu(self) -> int | None:
+        if not self.plan:
+            return None
+        if self.plan.per_gpu:
+            return max(b.weights_bytes for b in self.plan.per_gpu)
+        return self.plan.weights_bytes // max(1, self.plan.tp)
+
+    @property
+    def gpu_total(self) -> int | None:
+        totals = [g.memory_total_bytes for i in self._gpus() if self.facts and (g := self.facts.gpu(i))]
+        if not totals and self.plan and self.plan.per_gpu:
+            totals = [b.total_bytes for b in self.plan.per_gpu]
+        if not totals and self.facts and self.facts.gpus:
+            totals = [g.memory_total_bytes for g in self.facts.gpus]
+        return min(totals) if totals else None
+
+    @property
+    def gpu_free(self) -> int | None:
+        free = [g.memory_free_bytes for i in self._gpus() if self.facts and (g := self.facts.gpu(i))]
+        if not free and self.plan and self.plan.per_gpu:
+            free = [b.free_bytes for b in self.plan.per_gpu]
+        return min(free) if free else None
+
+    @property
+    def overhead(self) -> int:
+        if self.plan and self.plan.per_gpu:
+            return max(b.overhead_bytes for b in self.plan.per_gpu)
+        return 0
+
+    @property
+    def kv_bytes_per_token_gpu(self) -> float | None:
+        if self.plan and self.plan.per_gpu:
+            budget = self.plan.per_gpu[0]
+            if budget.kv_tokens > 0 and budget.kv_bytes > 0:
+                return budget.kv_bytes / budget.kv_tokens
+        if self.plan and self.plan.kv_bytes_per_token > 0:
+            return self.plan.kv_bytes_per_token / max(1, self.plan.tp)  # approximation: KV heads split over TP
+        return None
+
+    @property
+    def host_gpu_count(self) -> int | None:
+        return len(self.facts.gpus) if self.facts and self.facts.gpus else None
+
+    def model_config_value(self, *keys: str) -> int | None:
+        config = self.facts.model.config if self.facts and self.facts.model and self.facts.model.config else None
+        if not config:
+            return None
+        for scope in (config, config.get("text_config") or {}, config.get("llm_config") or {}):
+            for key in keys:
+                if isinstance(scope.get(key), int):
+                    return scope[key]
+        return None
+
+    def shared(self) -> list[GpuProcess]:
+        """Processes holding memory on this plan's GPUs (after a crash our own are gone)."""
+        if not self.facts:
+            return []
+        seen: list[GpuProcess] = []
+        for index in self._gpus():
+            seen.extend(p for p in self.facts.processes_on(index) if p not in seen)
+        return seen
+
+    def memory_sentence(self) -> str | None:
+        weights, total, free = self.weights_per_gpu, self.gpu_total, self.gpu_free
+        if weights is None or total is None:
+            return None
+        where = f"at TP {self.tp}" if self.tp else "per GPU"
+        card = f"the card has {gib(free)} free of {gib(total)}" if free is not None else f"the card has {gib(total)}"
+        return f"weights need {gib(weights)} per GPU {where} and {card}"
+
+    def shared_steps(self) -> list[str]:
+        steps = []
+        for proc in self.shared()[:3]:
+            what = proc.name or (proc.cmdline or "")[:40] or "a process"
+            used = f" holds {gib(proc.used_bytes)}" if proc.used_bytes else ""
+            steps.append(f"GPU {proc.gpu_index} is shared: PID {proc.pid} ({what}){used}; stop it or plan on other "
+                         f"GPUs")
+        return steps
+
+    def fitting_tp(self, *, larger_than: int) -> int | None:
+        """The smallest TP above ``larger_than`` that the host has GPUs for, divides the heads, and fits weights."""
+        if not self.plan:
+            return None
+        count = self.host_gpu_count or 0
+        total = self.gpu_total
+        heads = self.model_config_value("num_attention_heads")
+        budget = (self.mem_fraction or 0.9) * total * 0.9 if total else None
+        candidate = 2
+        while candidate <= max(count, 0):
+            if candidate > larger_than and (heads is None or heads % candidate == 0) and (
+                    budget is None or self.plan.weights_bytes / candidate <= budget):
+                return candidate
+            candidate *= 2
+        return None
+
+
+def round_context(tokens: int) -> int:
+    """A context length a person would type: a multiple of 1024 below ``tokens`` (or ``tokens`` when small)."""
+    if tokens >= 2048:
+        return tokens // 1024 * 1024
+    return max(1, tokens)
+
+
+def other_engine(s: PlanView) -> tuple[EngineName, str] | None:
+    """The other engine, when the probe found it installed and importable on this host."""
+    if not s.engine or not s.facts:
+        return None
+    other: EngineName = "vllm" if s.engine == "sglang" else "sglang"
+    install = s.facts.engines.get(other)
+    if install and install.version and not install.error:
+        return other, install.version
+    return None
+
+
+def gpu_words(s: PlanView) -> str | None:
+    gpus = [s.facts.gpu(i) for i in (s.plan.gpus if s.plan else [])] if s.facts else []
+    gpu = next((g for g in gpus if g), None) or (s.facts.gpus[0] if s.facts and s.facts.gpus else None)
+    if gpu is None:
+        return None
+    capability = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
+    return f"{gpu.name}{capability}"
