@@ -21,6 +21,7 @@ from bot.events import RecordingThread
 from bot.models import ParseError, PlanFailure
 from bot.remote import RemoteError
 from bot.store import Store
+from planners.engines import registry
 
 EXIT_BAD_INPUT = 2
 
@@ -334,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("diagnose", help="diagnose a server log")
     p.add_argument("logfile")
-    p.add_argument("--engine", choices=["sglang", "vllm"])
+    p.add_argument("--engine", choices=registry.names())
     p.add_argument("--json", action="store_true")
 
     p = command("audit", help="print the audit trail")

@@ -11,12 +11,23 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 Action = Literal["start", "stop", "restart", "status", "logs"]
-EngineName = Literal["sglang", "vllm"]
+
+
+def _registered_engine(name: str) -> str:
+    # the set of engines is the registry's (planners/engines/registry.py); imported here, at validation time,
+    # because the engine packages import this module
+    from planners.engines.registry import validate_name  # noqa: PLC0415
+
+    return validate_name(name)
+
+
+#: An engine's name: any engine in planners/engines/registry.py.
+EngineName = Annotated[str, AfterValidator(_registered_engine)]
 Speculative = Literal["mtp", "none"]
 
 #: Fields of a request that ``deploybot parse --json`` prints, in this order.

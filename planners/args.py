@@ -6,7 +6,9 @@ import re
 
 from bot.models import PlanFailure, Risk
 
-from . import compat, memory, sglang, vllm
+from . import compat, memory
+from .engines.sglang import flags as sglang
+from .engines.vllm import flags as vllm
 from .fit import STATE_SHARE_OF_POOL, Engine, Fit, PlanContext, vllm_num_spec_tokens
 from .flags import EngineHelp, flags_in, remove_flags
 

@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models import GpuInfo
 
+from .engines import registry
 from .model import ModelSpec
 
-Engine = Literal["sglang", "vllm"]
-ENGINES: tuple[Engine, ...] = ("sglang", "vllm")
+#: A registered engine's name (planners/engines/registry.py derives the set).
+Engine = str
 
 
 class Frozen(BaseModel):
@@ -132,10 +133,6 @@ ARCHITECTURES_WITHOUT_MTP = frozenset(
     }
 )
 
-#: Below these the planner's memory model (SGLang's mem-fraction heuristic of PR #10975 era, vLLM's V1 profiler
-#: and hybrid KV allocator) may not describe the engine: the plan carries an old_engine risk.
-ENGINE_KNOWN_GOOD: dict[str, str] = {"sglang": "0.5.0", "vllm": "0.10.0"}
-
 #: vLLM accepts the generic method "mtp" from this release (the Qwen3.5 recipe, which needs 0.17, uses it);
 #: older releases need the model-specific name.
 VLLM_GENERIC_MTP_SINCE = "0.17.0"
@@ -167,7 +164,7 @@ def minimum_version(spec: ModelSpec, model_name: str, engine: Engine) -> tuple[s
 
 
 def engine_name(engine: str) -> str:
-    return {"sglang": "SGLang", "vllm": "vLLM"}.get(engine, engine)
+    return registry.label(engine)
 
 
 def engine_label(engine: str, version: str | None) -> str:
@@ -197,7 +194,8 @@ def check_engine(spec: ModelSpec, model_name: str, engine: Engine, version: str 
     good = support.known_good.get(engine) if support else None
     if good and at_least(version, good) is False and not problems:
         warnings.append(f"{label} is older than {good}, the first release known to serve {spec.architecture} well")
-    floor = ENGINE_KNOWN_GOOD[engine]
+    # below the engine's known-good floor the planner's memory model may not describe it: an old_engine risk
+    floor = registry.get(engine).known_good
     if at_least(version, floor) is False and not problems:
         warnings.append(
             f"{label} is older than {floor}: its memory handling predates what this planner models, so the "

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.config import HostConfig, Policy
 from bot.models import DeployRequest, GpuBudget, HostFacts, PlanOverrides
 
-from . import compat, memory, sglang, vllm
+from . import compat, memory
+from .engines.sglang import flags as sglang
+from .engines.vllm import flags as vllm
 from .flags import parse_help
 from .memory import GIB, MIB, MemoryBudget, gib
 from .model import ModelSpec

@@ -12,7 +12,10 @@ from __future__ import annotations
 from bot.config import AppConfig, HostConfig, Policy
 from bot.models import DeployRequest, HostFacts, LaunchPlan, PlanFailure, PlanOverrides, Risk
 
-from . import compat, memory, sglang, vllm
+from . import compat, memory
+from .engines import registry
+from .engines.sglang import flags as sglang
+from .engines.vllm import flags as vllm
 from .args import ENV_NAME, apply_arg_overrides, sglang_argv, vllm_argv
 from .explain import (
     does_not_fit,
@@ -247,7 +250,7 @@ def _choose_port(asked: int | None, facts: HostFacts, policy: Policy) -> tuple[i
 
 
 def _engine_order(ctx: PlanContext) -> list[tuple[Engine, str | None, str]] | PlanFailure:
-    installed = {name: install for name, install in ctx.facts.engines.items() if name in compat.ENGINES}
+    installed = {name: install for name, install in ctx.facts.engines.items() if registry.is_engine(name)}
     usable = {name: inst for name, inst in installed.items() if not inst.error}
     asked = ctx.asked.engine
     if asked:
@@ -265,8 +268,10 @@ def _engine_order(ctx: PlanContext) -> list[tuple[Engine, str | None, str]] | Pl
         return [(asked, installed[asked].version, "as asked")]
     if not usable:
         broken = "; ".join(f"{n}: {i.error}" for n, i in installed.items())
+        labels = [registry.label(n) for n in registry.names()]
+        known = " nor ".join(labels) if len(labels) == 2 else ", ".join(labels[:-1]) + " nor " + labels[-1]
         return PlanFailure(
-            reason=f"neither SGLang nor vLLM is usable in {ctx.host.python}'s environment on {ctx.facts.host}"
+            reason=f"neither {known} is usable in {ctx.host.python}'s environment on {ctx.facts.host}"
             + (f" ({broken})" if broken else ""),
         )
     both = len(usable) > 1
@@ -274,9 +279,11 @@ def _engine_order(ctx: PlanContext) -> list[tuple[Engine, str | None, str]] | Pl
         (
             name,
             usable[name].version,
-            "installed; SGLang is preferred when both are" if both and name == "sglang" else "installed",
+            f"installed; {registry.label(name)} is preferred when both are"
+            if both and name == registry.names()[0]
+            else "installed",
         )
-        for name in compat.ENGINES
+        for name in registry.names()
         if name in usable
     ]
 

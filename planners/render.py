@@ -6,6 +6,8 @@ import shlex
 
 from bot.models import GIB, LaunchPlan, PlanFailure
 
+from .engines import registry
+
 
 
 def _gib(value: int | float) -> str:
@@ -19,7 +21,7 @@ def command_line(plan: LaunchPlan) -> str:
 
 
 def plan_text(plan: LaunchPlan) -> str:
-    engine = {"sglang": "SGLang", "vllm": "vLLM"}[plan.engine]
+    engine = registry.label(plan.engine)
     version = f" {plan.engine_version}" if plan.engine_version else ""
     gpus = ("GPUs " if len(plan.gpus) > 1 else "GPU ") + ",".join(map(str, plan.gpus))
     lines = [

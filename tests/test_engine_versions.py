@@ -14,9 +14,8 @@ import pytest
 from bot.models import Risk
 from bot.simhost.captures import CAPTURES, capture_for, captured_versions, help_text
 from bot.simhost.hostlib.simengine.argspec import add_captured_options
-from planners.engine_renames import RENAMES
 from planners.flag_changes import fit_flags_to_build
-from planners.flag_resolve import adapt_argv
+from planners.flag_resolve import adapt_argv, all_renames
 from planners.flags import parse_help
 from tests.test_planner_plan import arg, failed, ok, plan
 
@@ -49,7 +48,8 @@ def test_the_rename_table_is_what_the_captured_parsers_say() -> None:
     spec = importlib.util.spec_from_file_location("engine_renames_tool", TOOLS / "engine_renames.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)  # type: ignore[union-attr]
-    assert tool.renames() == RENAMES, "planners/engine_renames.py is stale: rerun tools/engine_renames.py"
+    RENAMES = all_renames()
+    assert tool.renames() == RENAMES, "planners/engines/*/renames.py is stale: rerun tools/engine_renames.py"
     found = {(r["old"], tuple(r["new"])) for r in RENAMES["sglang"]}
     assert ("--cuda-graph-max-bs", ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs-prefill")) in found
     assert ("--mamba-scheduler-strategy", ("--mamba-radix-cache-strategy",)) in found

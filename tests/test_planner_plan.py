@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bot.config import AppConfig, Policy
 from bot.models import DeployRequest, LaunchPlan, PlanFailure, PlanOverrides, ServerInfo
-from planners import sglang as sglang_flags
+from planners.engines.sglang import flags as sglang_flags
 from planners.model import model_spec
 from planners.plan import choose_host, make_plan, tp_problem
 from tests.test_planner_support import (

@@ -1,6 +1,6 @@
 """When an engine refuses a flag: which captured release first has it, which renamed or removed it, and what the
 installed release spells instead. The truth is the engines' own parsers as captured from their wheels
-(bot/simhost/enginehelp, tools/capture_engine_help.py) and the renames diffed from them (planners/engine_renames.py);
+(bot/simhost/enginehelp, tools/capture_engine_help.py) and the renames diffed from them (planners/engines/<engine>/renames.py);
 between captured releases the sentence says "among the captured releases", never a guessed version.
 """
 
@@ -12,7 +12,8 @@ from functools import lru_cache
 
 from bot.simhost.captures import CAPTURES, capture_for, captured_versions
 from planners.compat import at_least, engine_label, engine_name
-from planners.engine_renames import RENAMES
+from planners.engines import registry
+from planners.flag_resolve import renames_of
 
 
 @lru_cache(maxsize=16)
@@ -23,12 +24,12 @@ def captured_options(engine: str, version: str) -> frozenset[str]:
 
 
 def _rename(engine: str, flag: str) -> dict | None:
-    return next((row for row in RENAMES.get(engine, []) if row["old"] == flag), None)
+    return next((row for row in renames_of(engine) if row["old"] == flag), None)
 
 
 def flag_history(engine: str | None, flag: str, installed: str | None) -> str | None:
     """One sentence on ``flag`` across the captured releases of ``engine``, or None when nothing is known."""
-    if engine not in ("sglang", "vllm") or not flag.startswith("--"):
+    if engine is None or not registry.is_engine(engine) or not flag.startswith("--"):
         return None
     versions = captured_versions(engine)
     if not versions:

@@ -6,13 +6,13 @@ import re
 
 from rapidfuzz.distance import OSA
 
+from planners.engines import registry
+
 from bot.parse.lexicon import QUANTIZATION_METHODS, _NUMBER_WORDS, _ORDINALS, _STOPWORDS
 from bot.parse.names import _parts
 from bot.parse.patterns import (
     _ALL_GPUS,
     _CONTEXT,
-    _ENGINE,
-    _ENGINE_SWITCH,
     _GPU_COUNT_AND_LIST,
     _GPU_LIST_RE,
     _GPU_ORDINAL,
@@ -25,6 +25,7 @@ from bot.parse.patterns import (
     _SCOPE_ALL,
     _SPECULATIVE,
     _TP,
+    engine_patterns,
     quant_name,
 )
 from bot.parse.refusals import _engine
@@ -187,18 +188,19 @@ class OptionsMixin(ReaderState):
             )
 
     def read_engine(self) -> None:
-        for match in self.matches(_ENGINE_SWITCH):
+        engine_word, engine_switch = engine_patterns()
+        for match in self.matches(engine_switch):
             self.found.engines_refused.add(_engine(match.group("old")))
             self.found.engines_wanted.add(_engine(match.group("new")))
             self.take(match.start(), match.end())
-        for match in self.matches(_ENGINE):
+        for match in self.matches(engine_word):
             engine = _engine(match.group("e"))
             target = self.found.engines_refused if self.negated(match) else self.found.engines_wanted
             target.add(engine)
             self.take(match.start(), match.end())
         for word in self.words():  # typos: "vlllm", "sglagn"
             if len(word.text) >= 4 and word.text.isalpha() and word.text not in _STOPWORDS:
-                close = [e for e in ("sglang", "vllm") if OSA.distance(word.text, e) <= 1]
+                close = [e for e in registry.names() if OSA.distance(word.text, e) <= 1]
                 if len(close) == 1 and word.text not in self.index.vocabulary:
                     self.found.engines_wanted.add(close[0])
                     self.take(word.start, word.end)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from planners.engines import registry
 
 from bot.parse.lexicon import QUANTIZATION_METHODS, _NUMBER_WORDS, _QUANTIZATION_ALIASES, _ORDINALS
 
@@ -71,8 +74,28 @@ _QUANT_BARE = re.compile(
     + r"(?:[-_ ]?quanti[sz]ed)?"
     + _R
 )
-_ENGINE = re.compile(rf"{_L}(?P<e>sglang|sg[-_ ]lang|sgl|vllm|v[-_ ]llm){_R}")
-_ENGINE_SWITCH = re.compile(rf"{_L}from\s+(?P<old>sglang|sgl|vllm)\s+to\s+(?P<new>sglang|vllm){_R}")
+
+
+def _engine_alternatives(words: tuple[str, ...]) -> str:
+    """Every word naming a registered engine, longest first; a separator in an alias matches any separator."""
+    longest_first = sorted(words, key=len, reverse=True)
+    return "|".join(re.sub(r"(?:\\[-_ ]|_)+", "[-_ ]", re.escape(w)) for w in longest_first)
+
+
+@lru_cache(maxsize=8)
+def _engine_patterns(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    words = _engine_alternatives(words)
+    return (
+        re.compile(rf"{_L}(?P<e>{words}){_R}"),
+        re.compile(rf"{_L}from\s+(?P<old>{words})\s+to\s+(?P<new>{words}){_R}"),
+    )
+
+
+def engine_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(an engine word, "from <engine> to <engine>"), for the engines registered now (a test may add one)."""
+    return _engine_patterns(tuple(sorted(registry.words())))
+
+
 _SPECULATIVE = re.compile(
     rf"{_L}(?P<s>mtp|nextn|next[-_ ]n|multi[-_ ]?token[-_ ]?predict(?:ion|or|ors)?"
     rf"|spec(?:ulative)?[-_ ]?(?:decod(?:e|ing)|sampling|execution)|speculative|speculation|eagle\d?)"

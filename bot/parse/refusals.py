@@ -6,6 +6,8 @@ import re
 
 from pydantic import ValidationError
 
+from planners.engines import registry
+
 from bot.models import Action, DeployRequest, EngineName
 from bot.parse.lexicon import _DETERMINERS, _OBJECT_ENDS, _QUANTITY_NOUNS, _STRICT_HOST_NOUNS
 from bot.parse.names import _Span, _looks_like_host, _parts
@@ -194,18 +196,29 @@ class RefusalsMixin(ReaderState):
 
     def engine(self) -> EngineName | None:
         wanted, refused = self.found.engines_wanted - self.found.engines_refused, self.found.engines_refused
+        known = registry.names()
+        using = [f"using {name}" for name in known]
         if len(wanted) > 1:
-            raise _Refused("invalid_value", "Both sglang and vllm were named; which engine?",
-                           ["using sglang", "using vllm"])  # fmt: skip
+            named = [n for n in known if n in wanted]
+            raise _Refused("invalid_value", f"Both {' and '.join(named)} were named; which engine?",
+                           [f"using {name}" for name in named])  # fmt: skip
         if wanted:
             return _engine(wanted.pop())
-        if len(refused) == 1:
-            return "vllm" if "sglang" in refused else "sglang"  # only two engines: "not sglang" means vllm
-        if len(refused) > 1:
-            raise _Refused("invalid_value", "Both engines were ruled out; I launch with sglang or vllm.",
-                           ["using sglang", "using vllm"])  # fmt: skip
+        left = [n for n in known if n not in refused]
+        if refused and len(left) == 1:
+            return left[0]  # "not sglang" with two engines means the other one
+        if refused and not left:
+            raise _Refused("invalid_value", f"Both engines were ruled out; I launch with {' or '.join(known)}.",
+                           using)  # fmt: skip
+        if refused:
+            raise _Refused("invalid_value", f"Not {' or '.join(sorted(refused))}: which engine then?",
+                           [f"using {name}" for name in left])  # fmt: skip
         return None
 
 
 def _engine(said: str) -> EngineName:
-    return "vllm" if "v" in said else "sglang"
+    """The engine a word names, by the registry's names and aliases (the word matched one of them)."""
+    engine = registry.from_word(said)
+    if engine is None:
+        raise ValueError(f"{said!r} names no registered engine")  # the patterns only match registered words
+    return engine.name

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from bot.models import Fix, HostFacts, LaunchPlan, PlanOverrides
-from planners import sglang as sglang_flags
+from planners.engines.sglang import flags as sglang_flags
 from planners.flags import parse_help
 
 RADIX_WITH_SPEC = re.compile(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from .flags import EngineHelp
+from ...flags import EngineHelp
 
 MODULE = "vllm.entrypoints.openai.api_server"
 CORE_FLAGS = ("--model", "--tensor-parallel-size", "--port")

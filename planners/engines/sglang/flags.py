@@ -11,9 +11,9 @@ Rules from engines/LAUNCH_FLAGS.md §1:
 
 from __future__ import annotations
 
-from .compat import at_least
-from .flag_resolve import flag_for_version, successor
-from .flags import EngineHelp, flags_in
+from ...compat import at_least
+from ...flag_resolve import flag_for_version, successor
+from ...flags import EngineHelp, flags_in
 
 MODULE = "sglang.launch_server"
 #: Flags every SGLang --help lists; a text without them is cut (e.g. only the usage of an error) and is not judged.

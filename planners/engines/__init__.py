@@ -1,0 +1,1 @@
+"""Engines as plug-ins: base.py (the Engine protocol), registry.py (the set of engines), one package per engine."""

@@ -1,0 +1,228 @@
+"""The Engine protocol: everything deploybot knows about one inference engine, behind one interface.
+
+An engine package (planners/engines/<name>/) provides one object that satisfies ``Engine`` and is listed in
+planners/engines/registry.py. The planner, the log reader, the diagnoser and the parser ask the engine instead of
+spelling its name: which flags it owns and how it spells a neutral setting (``flag("mem_fraction")``), how it is
+found on a host, how its --help is read, how its launch argv is built, how it budgets GPU memory, what its log
+lines look like and which crash lines are its own.
+
+Pieces here are plain frozen data (``Discovery``, ``LogDialect``, ``CrashRule``) so an engine is mostly tables;
+``EngineBase`` gives the behaviour every engine shares (flag lookup through the help text and the captured renames,
+the argparse help parser, where the flags of an argv start).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..flags import EngineHelp, parse_help
+
+if TYPE_CHECKING:
+    from bot.models import Risk
+
+    from ..model import ModelSpec
+
+#: Neutral ids of the settings the planner, the diagnoser and the advice name; each engine spells them its own way.
+#: An engine that has no such setting maps the id to "" (``flag`` then raises KeyError, which is a bug to fix).
+NEUTRAL_FLAGS: tuple[str, ...] = (
+    "model",
+    "host",
+    "port",
+    "served_name",
+    "tp",
+    "mem_fraction",
+    "context",
+    "max_running",
+    "graph_bs",
+    "no_graph",
+    "batch_tokens",
+    "kv_cache_dtype",
+    "quantization",
+    "trust_remote_code",
+)
+
+
+@dataclass(frozen=True)
+class CrashRule:
+    """An engine-specific diagnoser rule, as data (the same fields as bot/diagnose_rule.py's Rule, so the
+    diagnoser can turn it into one without planners importing the diagnoser)."""
+
+    name: str
+    category: str
+    pattern: re.Pattern[str]
+    priority: int
+    confidence: float
+    cause: str
+    kind: str | None = None
+    any_level: bool = False
+    exclude: re.Pattern[str] | None = None
+    context: re.Pattern[str] | None = None
+    unsure: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """How the engine is found on a host: a Python package run as ``python -m module``, or a binary on PATH."""
+
+    #: The distribution / import name the probe looks up (``importlib.metadata.version``); None for a binary.
+    package: str | None = None
+    #: ``python -m <module>`` starts the server; None when the engine is a binary.
+    module: str | None = None
+    #: The executable name for a binary engine (``llama-server``); None for a Python package.
+    binary: str | None = None
+    #: argv (after the interpreter or the binary) that prints the version, and the one that prints the flags.
+    version_args: tuple[str, ...] = ("--version",)
+    help_args: tuple[str, ...] = ("--help",)
+    #: Substrings of a running server's command line that say it is this engine (the probe's ``ps`` reading).
+    cmdline_marks: tuple[str, ...] = ()
+
+    def launcher(self, python: str) -> list[str]:
+        """The argv prefix that starts the server: ``python -m module`` or the binary."""
+        if self.module:
+            return [python, "-m", self.module]
+        if self.binary:
+            return [self.binary]
+        raise ValueError("an engine needs a module or a binary")
+
+    def help_command(self, python: str) -> list[str]:
+        return [*self.launcher(python), *self.help_args]
+
+
+@dataclass(frozen=True)
+class LogDialect:
+    """The lines an engine prints at its milestones. Each pattern is searched in a line without its prefixes."""
+
+    #: Lines only this engine prints: used to tell which engine wrote a log when nobody said.
+    fingerprint: re.Pattern[str]
+    #: The server answers requests from this line on.
+    ready: tuple[re.Pattern[str], ...]
+    weights_loaded: tuple[re.Pattern[str], ...]
+    kv_allocated: tuple[re.Pattern[str], ...]
+    decode_stats: tuple[re.Pattern[str], ...] = ()
+    #: The first line of a launch (a log holding several launches is read from the last one).
+    launch_start: re.Pattern[str] | None = None
+    #: Whether the web server's own start lines (Uvicorn) mean ready; SGLang prints them before its warm-up.
+    uvicorn_means_ready: bool = True
+
+    def says(self, milestone: str, text: str) -> bool:
+        """Whether ``text`` is one of this engine's ``milestone`` lines (ready / weights_loaded / kv_allocated /
+        decode_stats)."""
+        return any(p.search(text) for p in getattr(self, milestone))
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One engine. See EngineBase for the parts every engine shares."""
+
+    name: str  # the canonical id stored in requests and plans ("sglang")
+    label: str  # how people write it ("SGLang")
+    aliases: tuple[str, ...]  # other words that mean it in a request ("sgl", "sg-lang")
+    discovery: Discovery
+    core_flags: tuple[str, ...]  # every complete --help of it lists these (a text without them was cut)
+    flag_names: dict[str, str]  # neutral flag id -> this engine's default spelling
+    dialect: LogDialect
+    crash_rules: tuple[CrashRule, ...]
+    renames: tuple[dict[str, Any], ...]  # flag renames between the captured releases (tools/engine_renames.py)
+    known_good: str  # below this release the planner's memory model may not describe the engine
+    issues_url: str  # where its bugs are filed
+
+    @property
+    def owned_flags(self) -> frozenset[str]: ...  # the plan sets these itself; extra_args may not set them again
+    def words(self) -> tuple[str, ...]: ...
+    def flag(self, name: str, version: str | None = None, help_: EngineHelp | None = None) -> str: ...
+    def parse_help(self, text: str) -> EngineHelp: ...
+    def flags_start(self, argv: list[str]) -> int: ...
+    def launcher(self, python: str) -> list[str]: ...
+    def help_complete(self, help_: EngineHelp | None) -> bool: ...
+
+
+class EngineBase:
+    """Behaviour every engine shares; an engine class sets the data attributes and the engine-specific methods."""
+
+    name: str
+    label: str
+    aliases: tuple[str, ...] = ()
+    discovery: Discovery
+    core_flags: tuple[str, ...]
+    flag_names: dict[str, str]
+    #: neutral id -> other spellings some releases use, tried against the help text in order after the default
+    flag_alternatives: dict[str, tuple[str, ...]] = {}
+    #: neutral id -> ((first release, spelling), ...) oldest first, where the captured releases spell it differently
+    flag_history: dict[str, tuple[tuple[str, str], ...]] = {}
+    dialect: LogDialect
+    crash_rules: tuple[CrashRule, ...] = ()
+    renames: tuple[dict[str, Any], ...] = ()
+    known_good: str = "0"
+    issues_url: str = ""
+
+    @property
+    def owned_flags(self) -> frozenset[str]:
+        owned = ("model", "host", "port", "served_name", "tp", "mem_fraction", "context")
+        names = {self.flag_names[n] for n in owned if self.flag_names.get(n)}
+        names |= {a for n in owned for a in self.flag_alternatives.get(n, ())}
+        return frozenset(names)
+
+    def words(self) -> tuple[str, ...]:
+        """Every word that names this engine in a request, lower case."""
+        return (self.name, *self.aliases)
+
+    def flag(self, name: str, version: str | None = None, help_: EngineHelp | None = None) -> str:
+        """This engine's spelling of a neutral setting: the one this build's --help lists when given, else the one
+        a release of ``version`` uses by the captured renames, else the default."""
+        default = self.flag_names.get(name)
+        if not default:
+            raise KeyError(f"{self.label} has no flag for {name!r}")
+        candidates = (default, *self.flag_alternatives.get(name, ()))
+        if help_ is not None:
+            known = next((c for c in candidates if help_.knows(c)), None)
+            if known:
+                return known
+            from ..flag_resolve import successor  # noqa: PLC0415  (flag_resolve asks the registry)
+
+            names, _ = successor(self.name, default, help_)
+            return names[0] if names else default
+        if version is not None:
+            from ..flag_resolve import flag_for_version  # noqa: PLC0415
+
+            return flag_for_version(self.name, self._spelling_at(name, version) or default, version)[0]
+        return default
+
+    def _spelling_at(self, name: str, version: str) -> str | None:
+        from ..compat import at_least  # noqa: PLC0415  (compat imports the domain, which asks the registry)
+
+        spelled = None
+        for first, spelling in self.flag_history.get(name, ()):
+            verdict = at_least(version, first)
+            if verdict is None:
+                return None
+            if verdict:
+                spelled = spelling
+        return spelled
+
+    def parse_help(self, text: str) -> EngineHelp:
+        """argparse-style help (``  --flag VALUE, --alias VALUE  text``); an engine with another format overrides."""
+        return parse_help(text)
+
+    def launcher(self, python: str) -> list[str]:
+        return self.discovery.launcher(python)
+
+    def flags_start(self, argv: list[str]) -> int:
+        """Index of the first engine flag in a launch argv: after ``python -m module`` or after the binary."""
+        for i, token in enumerate(argv):
+            if token.startswith("-") and not (self.discovery.module and token == "-m"):
+                return i
+        return len(argv)
+
+    def help_complete(self, help_: EngineHelp | None) -> bool:
+        return bool(help_ and help_.looks_complete(self.core_flags))
+
+    def removal_risks(self, removed: list[str], mtp: bool) -> list[Risk]:
+        return []
+
+    def check_mtp_method(self, spec: ModelSpec, version: str | None) -> str | None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"

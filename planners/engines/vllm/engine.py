@@ -1,0 +1,54 @@
+"""vLLM as a deploybot engine: its names, how it is found, its flags, its log dialect and crash rules."""
+
+from __future__ import annotations
+
+from ..base import Discovery, EngineBase
+from . import flags
+from .crash_rules import RULES
+from .logs import DIALECT
+from .renames import RENAMES
+
+
+class VLLM(EngineBase):
+    name = "vllm"
+    label = "vLLM"
+    aliases = ("v-llm",)  # a separator in an alias matches any of "-", "_", " "
+    discovery = Discovery(
+        package="vllm",
+        module=flags.MODULE,
+        help_args=("--help",),
+        version_args=("--version",),
+        cmdline_marks=("vllm.entrypoints", "vllm serve"),
+    )
+    core_flags = flags.CORE_FLAGS
+    # vllm/engine/arg_utils.py and vllm/entrypoints/openai/cli_args.py at the captured releases
+    # (bot/simhost/enginehelp/vllm-*)
+    flag_names = {
+        "model": "--model",
+        "host": "--host",
+        "port": "--port",
+        "served_name": "--served-model-name",
+        "tp": "--tensor-parallel-size",
+        "mem_fraction": "--gpu-memory-utilization",
+        "context": "--max-model-len",
+        "max_running": "--max-num-seqs",
+        "graph_bs": "--max-cudagraph-capture-size",
+        "no_graph": "--enforce-eager",
+        "batch_tokens": "--max-num-batched-tokens",
+        "kv_cache_dtype": "--kv-cache-dtype",
+        "quantization": "--quantization",
+        "trust_remote_code": "--trust-remote-code",
+        "speculative_config": "--speculative-config",
+    }
+    flag_alternatives = {"tp": ("-tp",), "graph_bs": ("--cuda-graph-sizes",)}
+    # the captures: 0.11.0 lists --cuda-graph-sizes, 0.17.0 and later --max-cudagraph-capture-size
+    flag_history = {"graph_bs": (("0", "--cuda-graph-sizes"), ("0.17.0", "--max-cudagraph-capture-size"))}
+    dialect = DIALECT
+    crash_rules = RULES
+    renames = tuple(RENAMES)
+    #: Below this the planner's memory model (the V1 profiler and hybrid KV allocator) may not describe vLLM.
+    known_good = "0.10.0"
+    issues_url = "github.com/vllm-project/vllm/issues"
+
+
+ENGINE = VLLM()
