@@ -154,7 +154,7 @@ async def _click(bot: Harness, who: str, approve: bool, approval_id: str, messag
 
 
 def request_action(approve: bool) -> str:
-    from handlers.slack.render import APPROVE_ACTION_ID, DENY_ACTION_ID
+    from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
 
     return APPROVE_ACTION_ID if approve else DENY_ACTION_ID
 

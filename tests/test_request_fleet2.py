@@ -22,7 +22,8 @@ from bot.inventory import Inventory, InventoryHost
 from bot.models import DeployRequest, ParseError
 from bot.request import parse_request, request_text
 from handlers.console import ConsoleThread
-from handlers.slack.render import StatusBoard, status_blocks
+from handlers.slack.blocks.status import status_blocks
+from handlers.slack.board import StatusBoard
 from tests.corpus_score import CORPUS, FLEET2, corpus_lines, mismatch, score
 from tests.test_request import FLEET
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from handlers.slack.render import APPROVE_ACTION_ID
+from handlers.slack.blocks.approval import APPROVE_ACTION_ID
 from tests import slack_signing
 from tests.fakeslack import Message
 from tests.test_slack_app import (

@@ -29,7 +29,7 @@ from bot.events import (
 )
 from bot.mentions import mention
 from bot.models import Diagnosis, EvidenceLine, ParseError, PlanFailure
-from handlers.slack.render import parent_text
+from handlers.slack.blocks.replies import parent_text
 from tests.fakeslack import FakeSlack
 from tests.test_slack_render import facts, plan, request
 from tests.test_slack_thread import client, new_thread, slack  # noqa: F401 (fixtures)

@@ -1,4 +1,4 @@
-"""Block Kit rendering (handlers/slack/render.py) and the app manifest (handlers/slack/manifest.py)."""
+"""Block Kit rendering (handlers/slack/blocks/, handlers/slack/board.py) and the app manifest (handlers/slack/manifest.py)."""
 
 from __future__ import annotations
 
@@ -40,27 +40,15 @@ from bot.models import (
     Risk,
 )
 from handlers.slack.manifest import BOT_EVENTS, ManifestError, manifest, render_manifest
-from handlers.slack.render import (
-    APPROVE_ACTION_ID,
-    DENY_ACTION_ID,
-    MAX_MESSAGE_BLOCKS,
-    MAX_SECTION_TEXT,
-    ApprovalView,
-    DeploymentSummary,
-    HostSummary,
-    StatusBoard,
-    approval_blocks,
-    argv_diff,
-    diagnosis_blocks,
-    escape,
-    excerpt_blocks,
-    excerpt_counts,
-    help_blocks,
-    home_view,
-    parent_text,
-    status_blocks,
-    status_text,
-)
+from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID, ApprovalView, approval_blocks
+from handlers.slack.blocks.argv_diff import argv_diff
+from handlers.slack.blocks.diagnosis import diagnosis_blocks
+from handlers.slack.blocks.excerpts import excerpt_blocks, excerpt_counts
+from handlers.slack.blocks.home import DeploymentSummary, HostSummary, home_view
+from handlers.slack.blocks.mrkdwn import MAX_MESSAGE_BLOCKS, MAX_SECTION_TEXT, escape
+from handlers.slack.blocks.replies import help_blocks, parent_text
+from handlers.slack.blocks.status import status_blocks, status_text
+from handlers.slack.board import StatusBoard
 
 GIB = 1024**3
 

@@ -24,14 +24,10 @@ from bot.events import Crashed, Diagnosed, Failed, Info, Launched, LogExcerpt, P
 from bot.models import Diagnosis, EvidenceLine, Fix, PlanOverrides
 from bot.redact import redact
 from handlers.slack.client import SlackSetupError, make_web_client
-from handlers.slack.render import (
-    APPROVE_ACTION_ID,
-    ApprovalView,
-    excerpt_blocks,
-    excerpt_counts,
-    home_view,
-    parent_text,
-)
+from handlers.slack.blocks.approval import APPROVE_ACTION_ID, ApprovalView
+from handlers.slack.blocks.excerpts import excerpt_blocks, excerpt_counts
+from handlers.slack.blocks.home import home_view
+from handlers.slack.blocks.replies import parent_text
 from handlers.slack.thread import SlackThread
 from tests import slack_signing
 from tests.fakeslack import FakeSlack

@@ -47,17 +47,10 @@ from handlers.slack.client import SlackSetupError, make_web_client
 from handlers.slack.home import publish_home
 from handlers.slack.metered import MeteredSlackThread
 from handlers.slack.refs import ApprovalMessage, SlackRefs
-from handlers.slack.render import (
-    APPROVE_ACTION_ID,
-    DENY_ACTION_ID,
-    StatusBoard,
-    StepState,
-    escape_keeping_mentions,
-    help_blocks,
-    parent_text,
-    parse_error_text,
-    thread_help_text,
-)
+from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
+from handlers.slack.blocks.mrkdwn import escape_keeping_mentions
+from handlers.slack.blocks.replies import help_blocks, parent_text, parse_error_text, thread_help_text
+from handlers.slack.board import StatusBoard, StepState
 from handlers.slack.thread import SlackThread
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from bot.models import Deployment, utcnow
 from bot.pipeline import Pipeline
 from bot.probe import probe
 from bot.remote import RemoteError
-from handlers.slack.render import DeploymentSummary, HostSummary, home_view
+from handlers.slack.blocks.home import DeploymentSummary, HostSummary, home_view
 
 log = logging.getLogger(__name__)
 

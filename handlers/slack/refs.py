@@ -12,7 +12,8 @@ from typing import Any
 
 from bot.models import Frozen
 from bot.store import Store
-from handlers.slack.render import ApprovalView, StatusBoard
+from handlers.slack.blocks.approval import ApprovalView
+from handlers.slack.board import StatusBoard
 
 class ApprovalMessage(Frozen):
     """An approval message in Slack: where it is, what it shows, and the status message of the thread that asked

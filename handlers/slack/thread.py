@@ -20,7 +20,6 @@ With `refs`, every status update also saves the board, so a restarted bot update
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -46,42 +45,31 @@ from bot.events import (
     Stopped,
 )
 from bot.models import Diagnosis
-from handlers.slack.refs import ApprovalMessage
-from handlers.slack.render import (
+from handlers.slack.blocks.approval import (
     ApprovalView,
-    StatusBoard,
     approval_blocks,
     approval_text,
     approval_view,
     decided_view,
-    diagnosis_blocks,
-    diagnosis_text,
-    escape,
-    escape_keeping_mentions,
-    excerpt_blocks,
-    parse_error_text,
-    plan_failure_blocks,
-    ready_text,
-    status_blocks,
-    status_text,
 )
+from handlers.slack.blocks.diagnosis import diagnosis_blocks, diagnosis_text
+from handlers.slack.blocks.excerpts import excerpt_blocks
+from handlers.slack.blocks.mrkdwn import escape, escape_keeping_mentions
+from handlers.slack.blocks.replies import parse_error_text, plan_failure_blocks
+from handlers.slack.blocks.status import ready_text
+from handlers.slack.board import BoardRefs, StatusBoard, StatusMessage, TsCallback, show_decision
+from handlers.slack.refs import ApprovalMessage
 
 log = logging.getLogger(__name__)
 
 Redactor = Callable[[str], str]
-#: Called with (thread_ts, status_ts) once they are known or change, so the store can keep them.
-TsCallback = Callable[[str, str], Awaitable[None] | None]
 #: Asked when a diagnosis arrives: the approval to show under it (the pipeline creates it), or None.
 ApprovalLookup = Callable[[Diagnosis], Awaitable[ApprovalView | None]]
 
 
 
-class MessageRefs(Protocol):
+class MessageRefs(BoardRefs, Protocol):
     """Where status boards and approval messages are kept (handlers.slack.refs.SlackRefs)."""
-
-    async def save_board(self, channel: str, thread_ts: str | None, status_ts: str, board: StatusBoard) -> None: ...
-
-    async def board(self, channel: str, status_ts: str) -> StatusBoard | None: ...
 
     async def save_approval(self, message: ApprovalMessage) -> None: ...
 
@@ -89,8 +77,6 @@ class MessageRefs(Protocol):
 
 
 _EVENT = TypeAdapter(Event)
-#: chat.update errors after which the status message is posted anew instead (someone deleted it, or it is too old).
-_STATUS_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
 #: Failures of delivery that must not stop a deployment: they are logged and kept in `delivery_errors`.
 _DELIVERY_ERRORS = (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError)
 
@@ -146,17 +132,14 @@ class SlackThread:
         self.client = client
         self.channel = channel
         self.thread_ts = thread_ts
-        self.status_ts = status_ts
-        self.board = board or StatusBoard()
+        self.status = StatusMessage(client, self._payload, board=board, ts=status_ts, refs=refs, on_ts=on_ts)
         self.delivery_errors: list[str] = []
         self._config = config
         self._redact = redact
-        self._on_ts = on_ts
         self._approval_for = approval_for
         self._refs = refs
         self._status_message = status_message
         self._quiet_after_ready = quiet_after_ready
-        self._status_lock = asyncio.Lock()
         # Excerpt batching: lines waiting, lines already cut upstream, when the last excerpt went out.
         self._pending_lines: list[str] = []
         self._pending_cut = 0
@@ -164,6 +147,15 @@ class SlackThread:
         self._pump: asyncio.Task[None] | None = None
         self._send_now = asyncio.Event()
         self._crash_tail: list[str] | None = None
+
+    @property
+    def status_ts(self) -> str | None:
+        """The ts of the deployment's status message, once posted."""
+        return self.status.ts
+
+    @property
+    def board(self) -> StatusBoard:
+        return self.status.board
 
     # ----------------------------------------------------------------------------------------- public API
 
@@ -175,10 +167,7 @@ class SlackThread:
             self.thread_ts = response["ts"]
         if not self._status_message:
             return
-        if self.status_ts is None:
-            await self._post_status()
-        else:
-            await self._update_status()
+        await self.status.show(self.channel, self.thread_ts)
 
     async def emit(self, event: Event) -> None:
         """Render one pipeline event. Slack failures are logged and kept in `delivery_errors`, never raised:
@@ -199,13 +188,10 @@ class SlackThread:
         await self._apply_to_board(redact_event(event, self._redact))
 
     async def _apply_to_board(self, event: Event) -> None:
-        before = self.board.model_dump()
-        self.board.apply(event)
-        if self.board.model_dump() != before:
-            try:
-                await self._update_status()
-            except _DELIVERY_ERRORS as exc:
-                self._delivery_failed(f"status after {event.kind}: {exc}")
+        try:
+            await self.status.apply(event, self.channel, self.thread_ts)
+        except _DELIVERY_ERRORS as exc:
+            self._delivery_failed(f"status after {event.kind}: {exc}")
 
     async def flush(self) -> None:
         """Send the excerpts still waiting (end of a deployment), and a crash's last lines if no diagnosis came."""
@@ -313,57 +299,9 @@ class SlackThread:
                                       **self._payload(approval_text(view), approval_blocks(view)))
         await self._refs.save_approval(message.model_copy(update={"view": view}))
         if message.status_ts and (message.channel, message.status_ts) != (self.channel, self.status_ts):
-            await self._update_asking_board(message, event)
-
-    async def _update_asking_board(self, message: ApprovalMessage, event: ApprovalDecided) -> None:
-        """The status message of the thread that asked shows the decision too (its approve row)."""
-        assert self._refs is not None and message.status_ts is not None
-        board = await self._refs.board(message.channel, message.status_ts)
-        if board is None:
-            return
-        board.apply(event)
-        await self.client.chat_update(channel=message.channel, ts=message.status_ts,
-                                      **self._payload(status_text(board), status_blocks(board)))
-        await self._refs.save_board(message.channel, message.thread_ts, message.status_ts, board)
-
-    # ----------------------------------------------------------------------------------------- status message
-
-    async def _post_status(self) -> None:
-        response = await self.client.chat_postMessage(
-            channel=self.channel, thread_ts=self.thread_ts, **self._payload(status_text(self.board), status_blocks(self.board))
-        )
-        self.status_ts = response["ts"]
-        await self._save_board()
-        await self._notify_ts()
-
-    async def _update_status(self) -> None:
-        # Rendered inside the lock, so whichever update goes last carries the newest board.
-        async with self._status_lock:
-            if self.status_ts is None:
-                await self._post_status()
-                return
-            try:
-                await self.client.chat_update(
-                    channel=self.channel, ts=self.status_ts, **self._payload(status_text(self.board), status_blocks(self.board))
-                )
-            except SlackApiError as exc:
-                if exc.response.get("error") not in _STATUS_GONE:
-                    raise
-                log.warning("status message %s is gone (%s); posting a new one", self.status_ts, exc.response["error"])
-                await self._post_status()
-                return
-            await self._save_board()
-
-    async def _save_board(self) -> None:
-        if self._refs is not None and self.status_ts is not None:
-            await self._refs.save_board(self.channel, self.thread_ts, self.status_ts, self.board)
-
-    async def _notify_ts(self) -> None:
-        if self._on_ts is None or self.thread_ts is None or self.status_ts is None:
-            return
-        result = self._on_ts(self.thread_ts, self.status_ts)
-        if inspect.isawaitable(result):
-            await result
+            # The status message of the thread that asked shows the decision too (its approve row).
+            await show_decision(self.client, self._refs, self._payload, event, channel=message.channel,
+                                thread_ts=message.thread_ts, status_ts=message.status_ts)
 
     # ----------------------------------------------------------------------------------------- excerpts
 
