@@ -5,7 +5,7 @@
 Prints, for each split (``tests/crashcorpus.py``): logs, category accuracy, false alarms (a healthy log called a
 crash), crashes called healthy, the decisive-line hit rate (the first evidence line holds the file's ``decisive``
 text, where the file gives one), and a per-category table (support, predicted, precision, recall). ``--confusions``
-lists the dev logs whose category is wrong (expected -> got, with the cause). Held-out and blind logs are only
+lists the dev logs whose category is wrong (expected -> got, with the cause). Held-out, blind and fresh logs are only
 counted: their names and content are never printed, so those figures stay measurements on logs nobody tuned against.
 """
 
@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--confusions", action="store_true", help="list the dev logs classified wrong")
     args = parser.parse_args()
-    for split in ("dev", "heldout", "blind"):
+    for split in ("dev", "heldout", "blind", "fresh"):
         report(split, args.confusions)
         print()
 

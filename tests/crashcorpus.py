@@ -1,9 +1,10 @@
 """The real crash-log corpus, split into the part the diagnoser may be tuned on and the part it is judged on.
 
 ``dev``: tests/data/crashlogs/dev/*.json (the first corpus) plus every collected log marked ``"split": "dev"``.
-``heldout``: collected logs marked ``"split": "heldout"``; ``blind``: tests/data/crashlogs/blind (collected apart).
-Held-out and blind logs are only ever scored in aggregate (tests and bench/diagnose_eval.py never print their names
-or content), so the figures measured on them stay honest.
+``heldout``: collected logs marked ``"split": "heldout"``; ``blind``: tests/data/crashlogs/blind (collected apart);
+``fresh``: tests/data/crashlogs/fresh (a later set, collected apart again, after the diagnoser was tuned on the others).
+Held-out, blind and fresh logs are only ever scored in aggregate (tests and bench/diagnose_eval.py never print their
+names or content), so the figures measured on them stay honest.
 """
 
 from __future__ import annotations
@@ -13,16 +14,18 @@ from pathlib import Path
 from typing import Literal
 
 CRASHLOGS = Path(__file__).resolve().parent / "data" / "crashlogs"
-Split = Literal["dev", "heldout", "blind"]
+Split = Literal["dev", "heldout", "blind", "fresh"]
+APART = ("blind", "fresh")  # judged sets kept in folders of their own
 
 
 def corpus(split: Split) -> list[tuple[str, dict]]:
-    """(name, entry) for every log of ``split``; names are ``dev/x``, ``collected/x`` or ``blind/x``. ``blind`` is a
-    set collected apart by others for judging: it is only ever scored in aggregate, like ``heldout``."""
+    """(name, entry) for every log of ``split``; names are ``dev/x``, ``collected/x``, ``blind/x`` or ``fresh/x``.
+    ``blind`` and ``fresh`` are sets collected apart by others for judging: they are only ever scored in aggregate,
+    like ``heldout``."""
     out: list[tuple[str, dict]] = []
-    if split == "blind":
-        entries = [(f"blind/{path.stem}", json.loads(path.read_text()))
-                   for path in sorted((CRASHLOGS / "blind").glob("*.json"))]
+    if split in APART:
+        entries = [(f"{split}/{path.stem}", json.loads(path.read_text()))
+                   for path in sorted((CRASHLOGS / split).glob("*.json"))]
         return [(name, entry) for name, entry in entries if "category" in entry and "log" in entry]
     if split == "dev":
         first = sorted((CRASHLOGS / "dev").glob("*.json"))
