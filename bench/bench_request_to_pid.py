@@ -125,22 +125,27 @@ async def bot_once(config: AppConfig, store: Store, profiler: cProfile.Profile |
         await pipeline.close()
 
 
-async def floor_once(cfg: HostConfig, plan: LaunchPlan) -> float:
-    """One connection, the same probe agent, then the plan's argv started by hand; seconds to the PID."""
+async def floor_once(cfg: HostConfig, plan: LaunchPlan, parts: dict[str, float] | None = None) -> float:
+    """One connection, the same probe agent, then the plan's argv started by hand; seconds to the PID.
+    `parts`: filled with the seconds each step took (connect, probe, launch)."""
+    parts = {} if parts is None else parts
     started = time.perf_counter()
     async with asyncssh.connect(cfg.address, port=cfg.port, username=cfg.user,
                                 client_keys=[expand(cfg.identity_file or "")],
                                 known_hosts=expand(cfg.known_hosts or ""), agent_path=None, config=[]) as conn:
+        parts["connect"] = time.perf_counter() - started
         probe_args = {"models_dir": cfg.models_dir, "model": MODEL, "engine_help": []}
         probed = await conn.run(remote_command([cfg.python, "-", json.dumps(probe_args)]),
                                 input=agent_source("probe_agent"), check=True)
         json.loads(str(probed.stdout))
+        parts["probe"] = time.perf_counter() - started - parts["connect"]
         log = f"{cfg.log_dir}/floor-{plan.deployment_key}.log"
         argv = ["env", *(f"{k}={v}" for k, v in plan.env.items()), *plan.argv]
         by_hand = f"setsid nohup {remote_command(argv)} > {shlex.quote(log)} 2>&1 < /dev/null & echo $!"
         launched = await conn.run(by_hand, check=True)
         pid = int(str(launched.stdout).strip())
         seconds = time.perf_counter() - started
+        parts["launch"] = seconds - parts["connect"] - parts["probe"]
         # Not timed: stop it and wait until it is gone, so the next repeat finds the GPUs and the port free.
         await conn.run(f"kill -TERM {pid}; for i in $(seq 200); do kill -0 {pid} 2>/dev/null || exit 0; "
                        f"sleep 0.05; done; kill -KILL {pid}", timeout=30)

@@ -40,6 +40,7 @@ class Bench:
 BENCHES = (
     Bench("diagnose", "bench_diagnose.py", "the tail of a 1 GiB log: time and peak memory"),
     Bench("request_to_pid", "bench_request_to_pid.py", "request -> PID over sshd, against plain asyncssh"),
+    Bench("slack_pid", "bench_slack_pid.py", "signed /deploy -> PID at Slack's Web API, against plain asyncssh"),
     Bench("follow", "bench_follow.py", "50 deployments x 20 lines/s through one SSH connection, against tail -F"),
     Bench("fleet", "bench_fleet_probe.py", "probe 50 sshd hosts at once, against Ansible"),
     Bench("discovery", "bench_discovery.py", "serve learning a 50-host fleet's models at start, against asyncssh"),
