@@ -28,8 +28,10 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 #: Modules whose patterns run on text from a host (engine logs, tails): every module of the ``bot.diagnose`` package
-#: (the rule tables may grow new modules) plus the log normaliser/event reader and the redactor.
-FIXED_MODULES = ("bot.logevents", "bot.redact")
+#: (the rule tables may grow new modules) plus the log normaliser/event reader, the redactor and every engine's crash
+#: rules.
+FIXED_MODULES = ("bot.logevents", "bot.redact", "planners.engines.sglang.crash_rules",
+                 "planners.engines.vllm.crash_rules")
 
 #: Characters and short units that typical backtracking culprits consume.
 BASE_UNITS = ("a", "A", "1", " ", "\t", "-", ".", "_", "'", '"', "[", "(", "/", ":", "a.", "a ", "1 ", "a-", "a1",

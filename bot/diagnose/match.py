@@ -44,7 +44,7 @@ from bot.diagnose.rules import (
     PHASE_LOOKAHEAD,
     PHASE_LOOKBACK,
     PHASE_MARKERS,
-    RULES,
+    rules_for,
     SELF_KILL,
     Rule,
 )
@@ -140,14 +140,14 @@ def _prepare(log_tail: str) -> list[LogLine]:
 # --------------------------------------------------------------------------------------------- matching
 
 
-def _scan(lines: list[LogLine], routine: set[int]) -> list[_Hit]:
+def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> list[_Hit]:
     """Every rule hit, skipping source lines and lines already understood as healthy (``routine``)."""
     hits: list[_Hit] = []
     for pos, line in enumerate(lines):
         if not line.text or line.code or pos in routine:
             continue
         quiet = line.level in ("DEBUG", "INFO", "WARNING")
-        for rule in RULES:
+        for rule in rules:
             if quiet and not rule.any_level:
                 continue
             match = rule.pattern.search(line.text)
@@ -232,10 +232,10 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
     return finding
 
 
-def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int]) -> list[_Hit]:
+def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rules: tuple[Rule, ...]) -> list[_Hit]:
     """Phrase-rule hits and structural hits (an exception explained by where it was raised)."""
     quiet = {pos for pos, line in enumerate(lines) if line.level in _QUIET}
-    found = _scan(lines, routine)
+    found = _scan(lines, routine, rules)
     found += [_Hit(rule, pos, match)
               for rule, pos, match in structural_hits(structure, [line.text for line in lines], routine | quiet)]
     return found
@@ -270,7 +270,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     setup = PlanView(engine, plan, facts)
     health = read_health(lines, engine)
     structure = parse_structure(lines)
-    hits = _hits(lines, structure, health.routine)
+    hits = _hits(lines, structure, health.routine, rules_for(engine))
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
         if health.alive_pos > finding.pos and finding.category != "host_oom_killed":

@@ -16,10 +16,13 @@ KV cache, CUDA graph capture, serving), read from the traceback frames and log l
 from __future__ import annotations
 
 import re
+from dataclasses import fields
+from functools import lru_cache
 
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
+from planners.engines import registry
 
 #: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
 OOM = "@oom"
@@ -98,12 +101,6 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:not supported|not compatible|only supported|only supports?|not implemented|invalid|must be"
             r"|does not support)\b"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
-    # SGLang checks its speculative arguments with bare asserts (e.g. draft tokens or topk without num-steps): the
-    # AssertionError has no message, the frames above it name the speculative handling.
-    Rule("speculative_assert", "speculative_config_invalid", _r(r"^\s*AssertionError\b:?\s*(.*)$"), 76, 0.8,
-         "an assert in the engine's speculative-decoding argument checks failed: SGLang needs "
-         "--speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens all set, or none",
-         context=_r(r"speculat")),
     Rule("draft_weights_missing", "speculative_config_invalid",
          _r(r"KeyError: '([^']*(?:mtp|nextn|eagle|draft|spec_)[^']*)'"), 72, 0.75,
          "the MTP/draft weights could not be loaded ({0} not found): the checkpoint or this engine version does not "
@@ -210,30 +207,6 @@ RULES: tuple[Rule, ...] = (
             r"|triton\.compiler\.errors\.CompilationError"),
          62, 0.75, "torch.compile / Triton compilation failed", kind="torch_compile"),
     # ------------------------------------------------------------------ memory
-    Rule("kv_not_enough_memory", "kv_cache_insufficient",
-         _r(r"Not enough memory\. Please try to increase --mem-fraction-static|Not enough memory to allocate KV cache"
-            r"|leave no GPU memory for the KV cache"),
-         82, 0.9, "the weights leave no room for the KV cache within --mem-fraction-static", kind="raise"),
-    Rule("kv_no_cache_blocks", "kv_cache_insufficient", _r(r"No available memory for the cache blocks"), 82, 0.9,
-         "the weights and activations leave no memory for KV cache blocks within gpu_memory_utilization",
-         kind="raise"),
-    Rule("kv_profiled_negative", "kv_cache_insufficient",
-         _r(r"max_total_tokens=\d+ is larger than the profiled value (-\d+)"), 70, 0.8,
-         "the KV cache budget came out negative ({0} tokens): the weights fill the memory fraction", kind="raise",
-         any_level=True),
-    # vLLM checks at start that the GPU has the memory its utilisation asks for; other processes hold the rest.
-    Rule("free_memory_startup", "kv_cache_insufficient",
-         _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory "
-            r"utilization \(([\d.]+)"),
-         82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
-         "--gpu-memory-utilization {2} asks for", kind="lower", unsure=("other",)),
-    Rule("kv_max_len", "kv_cache_insufficient",
-         _r(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
-            r"\((\d+)\)"),
-         82, 0.9, "the context length {0} does not fit in the KV cache ({1} tokens)", kind="context"),
-    Rule("kv_v1_needed", "kv_cache_insufficient",
-         _r(r"To serve at least one request with the models?'s max seq len \((\d+)\)"), 82, 0.9,
-         "one request at the full context length {0} needs more KV cache than is left", kind="context"),
     Rule("cuda_graph_capture_failed", "cuda_graph_oom",
          _r(r"Capture (?:piecewise )?cuda ?graph failed|operation not permitted when stream is capturing"
             r"|cudaErrorStreamCapture\w{1,40}"),
@@ -282,11 +255,18 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-    Rule("engine_died", "host_oom_killed",
-         _r(r"Engine core proc \S+ died unexpectedly|EngineCore\S* died unexpectedly"),
-         20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the host "
-         "OOM killer)"),
 ) + SIGNAL_RULES
+
+
+@lru_cache(maxsize=8)
+def rules_for(engine: str | None) -> tuple[Rule, ...]:
+    """The engine-neutral rules plus the crash rules of the deployment's engine (planners/engines/<name>/
+    crash_rules.py, through the registry); every registered engine's when the engine is not known."""
+    known = registry.find(engine)
+    chosen = (known,) if known is not None else registry.engines()
+    own = tuple(Rule(**{f.name: getattr(rule, f.name) for f in fields(Rule)})
+                for each in chosen for rule in each.crash_rules)
+    return RULES + own
 
 #: Consequences that name no cause: the real error is elsewhere (above, or in another process).
 FRAMING = re.compile(

@@ -1,7 +1,7 @@
 """Rules for what any process prints whatever the engine: the OS (a killed process, a taken port, in every locale),
-the linker and compilers of a JIT kernel build, the CUDA driver; and engine wordings of a feature or architecture
-the installed build does not run (vLLM's V1 engine refusing a feature, an architecture that "failed to be
-inspected", the Transformers fallback model class).
+the linker and compilers of a JIT kernel build, the CUDA driver, the Transformers fallback model class both engines
+use. Wordings only one engine prints (vLLM's V1 engine refusing a feature, an architecture that "failed to be
+inspected") are that engine's crash rules (planners/engines/<name>/crash_rules.py).
 
 Sources, each the engine's or tool's own text:
 - the shell's "Killed" and strerror(EADDRINUSE) in every locale: glibc's message catalogues (bot/diagnose/locale.py);
@@ -27,14 +27,6 @@ import re
 from bot.diagnose.locale import ADDRESS_IN_USE, KILLED, NO_MEMORY, NO_SPACE, PERMISSION_DENIED, SEGFAULT
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
-
-#: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
-#: Possessive (no backtracking into the name), then its ending checked behind: CausalLM, ...Generation, ...Model.
-_ARCH = r"\[?'?\b[A-Z]\w{1,120}+(?:(?<=LM)|(?<=Model)|(?<=tion)|(?<=Seq))'?\]?"
-#: The newer engine or model runner that refuses a feature (vLLM V1, its Model Runner V2).
-_NEW_RUNNER = r"(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b"
-_NOT_SUPPORTED = r"(?:is|are) (?:not|not yet|currently not) supported (?:by|in|on|with|for) "
-_NEW_RUNNER_CI = r"(?i:(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b)"
 
 SIGNAL_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ the OS: a taken port, any port, any locale
@@ -147,12 +139,6 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the NVIDIA driver's library {0} cannot be loaded: no driver (or not mounted into the container)",
          kind="driver"),
     # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py).
-    # vLLM found no platform at all (no GPU visible to the process, e.g. a container started without --gpus):
-    # "No platform detected, vLLM is running on UnspecifiedPlatform" (INFO), then "Failed to infer device type".
-    Rule("no_platform", "cuda_arch_or_driver",
-         r(r"No platform detected, vLLM is running on UnspecifiedPlatform|Failed to infer device type"), 78, 0.8,
-         "the engine sees no GPU platform: no GPU or driver is visible to the process (container without --gpus?)",
-         kind="driver", any_level=True),
     Rule("triton_fp8_arch", "quantization_unsupported",
          r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.8,
          "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu",
@@ -198,23 +184,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"User-specified max_model_len \((\d{1,9})\) is greater than the derived max_model_len"
            r"|context_length[^\n]{0,60}is (?:greater|longer) than the derived context_length"), 82, 0.9,
          "the requested context length ({0}) is longer than the model's own maximum", kind="context_over_model"),
-    Rule("batched_tokens_below_context", "bad_argument",
-         r(r"max_num_batched_tokens \((\d{1,9})\) is smaller than max_model_len \((\d{1,9})\)"), 80, 0.85,
-         "--max-num-batched-tokens {0} is smaller than --max-model-len {1} without chunked prefill",
-         kind="batched_tokens"),
     # A bare KeyError on a model-type-like key (family name with a version digit: 'qwen2', 'gemma3', 'qwen3_moe'):
     # transformers' CONFIG_MAPPING lookup of a model type it does not know (QwenLM/Qwen3#434).
     Rule("model_type_keyerror", "transformers_too_old",
          r(r"^KeyError: '([a-z]{2,20}\d[a-z0-9]{0,10}(?:_[a-z0-9]{1,20}){0,3})'$"), 52, 0.55,
          "the installed transformers has no config class for model type '{0}' (a bare KeyError on it)",
          unsure=("other",)),
-    # Marlin / GPTQ kernels' tile check at this TP (vllm/model_executor/layers/quantization/utils/marlin_utils.py):
-    # "Weight input_size_per_partition = 1344 is not divisible by min_thread_k = 128. Consider reducing
-    # tensor_parallel_size or running with --quantization gptq."
-    Rule("tile_not_divisible", "tp_not_divisible",
-         r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
-           r"tensor_parallel_size"), 80, 0.85,
-         "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
     # The checkpoint ships its own code and the engine was not allowed to run it (transformers: "contains custom code
     # which must be executed ... Please pass the argument `trust_remote_code=True`"; vLLM's tokenizer loader: "consider
     # setting `trust_remote_code=True` ... or using the `--trust-remote-code` flag",
@@ -264,34 +239,6 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("ninja_step_error", "jit_compile_failure", r(r"^\[\d{1,5}/\d{1,5}\] [^\n]{0,300}\b(?:nvcc|c\+\+|g\+\+|gcc)\b"),
          60, 0.7, "a JIT kernel build (ninja) failed", kind="ninja"),
     # ------------------------------------------------------------------ a newer runner refuses a feature / model
-    Rule("v1_architecture", "unsupported_architecture",
-         re.compile(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r") " + _NOT_SUPPORTED
-                    + _NEW_RUNNER_CI),
-         80, 0.85, "this vLLM's V1 engine does not run the architecture {0}{1}", kind="v1",
-         exclude=r(r"Falling back to V0")),
-    Rule("v1_quantization", "quantization_unsupported",
-         r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|bitsandbytes|gguf|w8a8|int8|int4|quantization)\b[^\n]{0,120}"
-           + _NOT_SUPPORTED + _NEW_RUNNER),
-         79, 0.8, "this vLLM's V1 engine does not support {0} quantization here", kind="v1",
-         exclude=r(r"Falling back to V0")),
-    Rule("v1_feature", "bad_argument",
-         r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|\b" + _NOT_SUPPORTED + _NEW_RUNNER),
-         70, 0.75, "the engine's newer runner (vLLM V1) does not support a requested feature ({0})", kind="v1_feature",
-         exclude=r(r"Falling back to V0")),
-    Rule("architecture_inspection_failed", "unsupported_architecture",
-         r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
-           r"|Error in inspecting model architecture '([\w.]{1,120})'"),
-         62, 0.75, "vLLM could not load its implementation of {0}{1} (the architecture failed to be inspected)",
-         kind="inspect", unsure=("missing_dependency",)),
-    # The inspection subprocess died on an import that had already failed (a compiled extension, a module).
-    Rule("inspection_after_import_failure", "missing_dependency",
-         r(r"(?:Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}')[^\n]{0,3000}?"
-           r"(?:Error in inspecting model architecture|failed to be inspected)"), 64, 0.75,
-         "an import failed (quoted) and the engine's model inspection died of it", kind="module", any_level=True),
-    Rule("inspection_after_import_failure_above", "missing_dependency",
-         r(r"Error in inspecting model architecture|failed to be inspected"), 63, 0.7,
-         "an import failed above and the engine's model inspection died of it", kind="module",
-         context=r(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'")),
     # An HTTP proxy answered the server's own warm-up request (absolute URI in the request line: a proxy hop).
     Rule("warmup_through_proxy", "other",
          r(r"\"(?:GET|POST) https?://[^\"\s]{1,200}/(?:get_model_info|generate|health|v1/models)[^\"]{0,40}"
@@ -299,11 +246,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r" (4\d\d|5\d\d)\b"), 40, 0.6,
          "the server's own warm-up request went through an HTTP proxy, which answered {0}", kind="proxy",
          any_level=True),
-    Rule("transformers_fallback_incompatible", "unsupported_architecture",
-         r(r"The Transformers implementation of '?([\w.]{1,120})'? is not compatible with vLLM"
-           r"|\bhas no vLLM implementation|^AttributeError: '(Transformers\w{0,60})' object has no"
-           r" attribute|is not supported by the Transformers backend"),
-         76, 0.8, "the engine has no native implementation of this architecture ({0}{1}) and its generic "
-         "Transformers fallback "
+    # Either engine's generic Transformers fallback class (vLLM's and SGLang's TransformersForCausalLM) failing on an
+    # attribute the architecture lacks: vllm/model_executor/models/transformers.py, sglang/srt/models/transformers.py.
+    Rule("fallback_attribute_error", "unsupported_architecture",
+         r(r"^AttributeError: '(Transformers\w{0,60})' object has no attribute"), 76, 0.8,
+         "the engine has no native implementation of this architecture ({0}) and its generic Transformers fallback "
          "cannot run it", kind="fallback"),
 )

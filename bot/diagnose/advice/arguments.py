@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from bot.diagnose.advice.plan_view import PlanView, argv_value_of
 from bot.diagnose.types import Advice, Finding
@@ -45,7 +46,8 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
     else:
         steps.append(f"the arguments were refused: {f.cause}")
-    helper = {"sglang": "python -m sglang.launch_server --help", "vllm": "vllm serve --help=all"}.get(s.engine or "")
+    plugin = s.engine_plugin
+    helper = shlex.join(plugin.discovery.help_command("python")) if plugin is not None else None
     steps.append(f"`{helper}` on the host lists the options this version accepts" if helper else
                  "the engine's --help on the host lists the options this version accepts")
     return steps, fix

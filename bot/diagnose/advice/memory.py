@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from bot.diagnose.advice.plan_view import FLAGS, PlanView, as_int, gib, round_context
+from bot.diagnose.advice.plan_view import PlanView, as_int, gib, round_context
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 
@@ -71,7 +71,7 @@ def _kv_profile(s: PlanView, smaller_context: int | None) -> Advice:
     bigger = s.fitting_tp(larger_than=s.tp or 1)
     if bigger and s.plan:
         steps.append(f"or spread the weights over more GPUs: TP {bigger}")
-    if s.engine in FLAGS:
+    if s.engine_plugin is not None:
         fix = Fix(summary=f"{flag_batch} {fewer} (a smaller profiling batch)",
                   overrides=PlanOverrides(extra_args=[flag_batch, str(fewer)],
                                           remove_args=[flag_batch] if batched else []))

@@ -12,7 +12,6 @@ from bot.diagnose.advice.version import installed_version
 from bot.models import Fix, PlanOverrides
 from planners.compat import engine_label
 
-_ISSUES = {"sglang": "github.com/sgl-project/sglang/issues", "vllm": "github.com/vllm-project/vllm/issues"}
 _TRIGGERS = {
     "kv_cache_insufficient": "the KV cache sizing", "cuda_graph_oom": "CUDA graph capture",
     "speculative_config_invalid": "speculative decoding (MTP/EAGLE)",
@@ -45,7 +44,8 @@ def _search_step(f: Finding, s: PlanView) -> str:
     text = (f.decisive.text if f.decisive else f.cause)[:100]
     version = installed_version(s)
     engine = engine_label(s.engine, version) if s.engine else "the engine"
-    where = _ISSUES.get(s.engine or "", "the engine's issue tracker")
+    plugin = s.engine_plugin
+    where = plugin.issues_url if plugin is not None and plugin.issues_url else "the engine's issue tracker"
     upgrade = f"; if {engine} is not the latest release, a newer one may carry the fix" if version else \
         "; note the engine version with the report"
     return f"search {where} for \"{text}\"{upgrade}"

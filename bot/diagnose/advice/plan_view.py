@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bot.models import GIB, EngineName, GpuProcess, HostFacts, LaunchPlan
+from planners.engines import registry
+from planners.engines.base import Engine
+from planners.flags import EngineHelp
 
-#: Each engine's spelling of the flags the advice names.
-FLAGS: dict[str, dict[str, str]] = {
-    "sglang": {"mem_fraction": "--mem-fraction-static", "context": "--context-length", "tp": "--tp",
-               "graph_bs": "--cuda-graph-max-bs", "no_graph": "--disable-cuda-graph", "port": "--port",
-               "batch_tokens": "--chunked-prefill-size"},
-    "vllm": {"mem_fraction": "--gpu-memory-utilization", "context": "--max-model-len",
-             "tp": "--tensor-parallel-size", "graph_bs": "--max-cudagraph-capture-size",
-             "no_graph": "--enforce-eager", "port": "--port", "batch_tokens": "--max-num-batched-tokens"},
-}
+
+@lru_cache(maxsize=8)
+def _parsed_help(engine: str, text: str) -> EngineHelp:
+    return registry.get(engine).parse_help(text)
+
 _ARGV_NAMES: dict[str, tuple[str, ...]] = {
     "mem_fraction": ("--mem-fraction-static", "--mem-fraction", "--gpu-memory-utilization"),
     "context": ("--context-length", "--max-model-len"),
@@ -69,10 +69,22 @@ class PlanView:
     plan: LaunchPlan | None
     facts: HostFacts | None
 
+    @property
+    def engine_plugin(self) -> Engine | None:
+        """The deployment's engine from the registry (planners/engines), None when unknown."""
+        return registry.find(self.engine)
+
     def flag(self, name: str) -> str:
-        if self.engine in FLAGS:
-            return FLAGS[self.engine][name]
-        return f"{FLAGS['sglang'][name]} (SGLang) / {FLAGS['vllm'][name]} (vLLM)"
+        """The engine's spelling of a neutral setting (``engine.flag``: this build's --help when the probe has it,
+        else the installed release's spelling); every registered engine's when the engine is unknown."""
+        engine = self.engine_plugin
+        if engine is None:
+            return " / ".join(f"{each.flag(name)} ({each.label})" for each in registry.engines())
+        help_text = self.facts.engine_help.get(engine.name) if self.facts else None
+        if help_text:
+            return engine.flag(name, help_=_parsed_help(engine.name, help_text))
+        version = self.plan.engine_version if self.plan and self.plan.engine_version else None
+        return engine.flag(name, version=version)
 
     @property
     def argv(self) -> list[str]:
@@ -212,10 +224,10 @@ def other_engine(s: PlanView) -> tuple[EngineName, str] | None:
     """The other engine, when the probe found it installed and importable on this host."""
     if not s.engine or not s.facts:
         return None
-    other: EngineName = "vllm" if s.engine == "sglang" else "sglang"
-    install = s.facts.engines.get(other)
-    if install and install.version and not install.error:
-        return other, install.version
+    for other in registry.names():
+        install = s.facts.engines.get(other) if other != s.engine else None
+        if install and install.version and not install.error:
+            return other, install.version
     return None
 
 

@@ -1,9 +1,40 @@
-"""Crash rules only sglang produces, as data (planners.engines.base.CrashRule); the diagnoser adds them to its own.
+"""Crash rules only SGLang produces, as data (planners.engines.base.CrashRule); the diagnoser adds them to its
+engine-neutral ones (bot/diagnose/rules.py, signals.py) when the deployment runs SGLang, or when the engine is
+unknown.
 
-Empty until the diagnoser's engine-specific rules move here (bot/diagnose_rules*.py hold them today)."""
+Each pattern is one of SGLang's own messages, from its source (sglang/srt/model_executor/model_runner.py,
+sglang/srt/server_args.py) at the releases deploybot serves (0.4-0.5.x):
+- "Not enough memory. Please try to increase --mem-fraction-static." (model_runner.init_memory_pool) and
+  "max_total_tokens=N is larger than the profiled value -M" (a negative KV budget, logged as a warning);
+- ServerArgs' speculative checks are bare ``assert`` statements (e.g. --speculative-num-draft-tokens without
+  --speculative-num-steps): an AssertionError right after speculative handling.
+Patterns are linear-time: bounded gaps, no nested quantifiers (tests/adversarial.py checks them on 1 MB lines).
+"""
 
 from __future__ import annotations
 
+import re
+
 from ..base import CrashRule
 
-RULES: tuple[CrashRule, ...] = ()
+
+def _r(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+RULES: tuple[CrashRule, ...] = (
+    # SGLang checks its speculative arguments with bare asserts (e.g. draft tokens or topk without num-steps): the
+    # AssertionError has no message, the frames above it name the speculative handling.
+    CrashRule("speculative_assert", "speculative_config_invalid", _r(r"^\s*AssertionError\b:?\s*(.*)$"), 76, 0.8,
+              "an assert in the engine's speculative-decoding argument checks failed: SGLang needs "
+              "--speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens all set, or "
+              "none", context=_r(r"speculat")),
+    CrashRule("kv_not_enough_memory", "kv_cache_insufficient",
+              _r(r"Not enough memory\. Please try to increase --mem-fraction-static|Not enough memory to allocate KV "
+                 r"cache|leave no GPU memory for the KV cache"),
+              82, 0.9, "the weights leave no room for the KV cache within --mem-fraction-static", kind="raise"),
+    CrashRule("kv_profiled_negative", "kv_cache_insufficient",
+              _r(r"max_total_tokens=\d+ is larger than the profiled value (-\d+)"), 70, 0.8,
+              "the KV cache budget came out negative ({0} tokens): the weights fill the memory fraction",
+              kind="raise", any_level=True),
+)

@@ -1,9 +1,123 @@
-"""Crash rules only vllm produces, as data (planners.engines.base.CrashRule); the diagnoser adds them to its own.
+"""Crash rules only vLLM produces, as data (planners.engines.base.CrashRule); the diagnoser adds them to its
+engine-neutral ones (bot/diagnose/rules.py, signals.py) when the deployment runs vLLM, or when the engine is unknown.
 
-Empty until the diagnoser's engine-specific rules move here (bot/diagnose_rules*.py hold them today)."""
+Each pattern is one of vLLM's own messages, from its source at the releases deploybot serves (0.8-0.2x):
+- vllm/v1/core/kv_cache_utils.py: "To serve at least one request with the models's max seq len (N), (X GiB KV cache
+  is needed, which is larger than the available KV cache memory (Y GiB)"; vllm/worker/worker.py (V0): "No available
+  memory for the cache blocks", "The model's max seq len (N) is larger than the maximum number of tokens that can be
+  stored in KV cache (M)";
+- vllm/v1/worker/gpu_worker.py / vllm/utils: "Free memory on device (X/Y GiB) on startup is less than desired GPU
+  memory utilization (U, Z GiB)";
+- vllm/v1/engine/core_client.py: "Engine core proc EngineCore_0 died unexpectedly, shutting down client.";
+- vllm/platforms/__init__.py: "No platform detected, vLLM is running on UnspecifiedPlatform"; vllm/config: "Failed to
+  infer device type";
+- vllm/config (SchedulerConfig): "max_num_batched_tokens (N) is smaller than max_model_len (M)";
+- vllm/model_executor/layers/quantization/utils/marlin_utils.py: "... is not divisible by min_thread_k = 128.
+  Consider reducing tensor_parallel_size or running with --quantization gptq.";
+- vllm/engine/arg_utils.py ``_raise_or_warning``: "VLLM_USE_V1=1 is not supported with {feature}" (raised) and
+  "{feature} is not supported by the V1 Engine. Falling back to V0." (a warning, excluded):
+  https://github.com/vllm-project/vllm/pull/13726; Model Runner V2's "... is not yet supported in MRV2";
+- vllm/model_executor/models/registry.py: "Model architectures ['Qwen2ForCausalLM'] failed to be inspected. Please
+  check the logs for more details." and "Error in inspecting model architecture 'X'"
+  (https://github.com/vllm-project/vllm/issues/17341);
+- vllm/model_executor/models/transformers.py: "The Transformers implementation of X is not compatible with vLLM",
+  "X has no vLLM implementation and the Transformers implementation is not compatible with vLLM"
+  (https://github.com/vllm-project/vllm/issues/15046).
+Patterns are linear-time: bounded gaps, no nested quantifiers (tests/adversarial.py checks them on 1 MB lines).
+"""
 
 from __future__ import annotations
 
+import re
+
 from ..base import CrashRule
 
-RULES: tuple[CrashRule, ...] = ()
+
+def _r(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+#: The subject of a "not supported" message is a model architecture (a class name such as Qwen2ForCausalLM).
+#: Possessive (no backtracking into the name), then its ending checked behind: CausalLM, ...Generation, ...Model.
+_ARCH = r"\[?'?\b[A-Z]\w{1,120}+(?:(?<=LM)|(?<=Model)|(?<=tion)|(?<=Seq))'?\]?"
+#: The newer engine or model runner that refuses a feature (vLLM V1, its Model Runner V2).
+_NEW_RUNNER = r"(?:the )?(?:vLLM )?(?:V1(?: Engine| engine)?|V1 model runner|Model ?Runner ?V2|MRV2)\b"
+_NOT_SUPPORTED = r"(?:is|are) (?:not|not yet|currently not) supported (?:by|in|on|with|for) "
+_NEW_RUNNER_CI = r"(?i:" + _NEW_RUNNER + ")"
+_FALLING_BACK = _r(r"Falling back to V0")
+_IMPORT_FAILED = r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'"
+
+RULES: tuple[CrashRule, ...] = (
+    # ------------------------------------------------------------------ the KV cache
+    CrashRule("kv_no_cache_blocks", "kv_cache_insufficient", _r(r"No available memory for the cache blocks"), 82, 0.9,
+              "the weights and activations leave no memory for KV cache blocks within gpu_memory_utilization",
+              kind="raise"),
+    # vLLM checks at start that the GPU has the memory its utilisation asks for; other processes hold the rest.
+    CrashRule("free_memory_startup", "kv_cache_insufficient",
+              _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU "
+                 r"memory utilization \(([\d.]+)"),
+              82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
+              "--gpu-memory-utilization {2} asks for", kind="lower", unsure=("other",)),
+    CrashRule("kv_max_len", "kv_cache_insufficient",
+              _r(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
+                 r"\((\d+)\)"),
+              82, 0.9, "the context length {0} does not fit in the KV cache ({1} tokens)", kind="context"),
+    CrashRule("kv_v1_needed", "kv_cache_insufficient",
+              _r(r"To serve at least one request with the models?'s max seq len \((\d+)\)"), 82, 0.9,
+              "one request at the full context length {0} needs more KV cache than is left", kind="context"),
+    # ------------------------------------------------------------------ the engine process, the platform
+    CrashRule("engine_died", "host_oom_killed",
+              _r(r"Engine core proc \S+ died unexpectedly|EngineCore\S* died unexpectedly"),
+              20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the "
+              "host OOM killer)"),
+    # No GPU visible to the process (e.g. a container started without --gpus): the INFO line, then the error.
+    CrashRule("no_platform", "cuda_arch_or_driver",
+              _r(r"No platform detected, vLLM is running on UnspecifiedPlatform|Failed to infer device type"), 78,
+              0.8, "the engine sees no GPU platform: no GPU or driver is visible to the process (container without "
+              "--gpus?)", kind="driver", any_level=True),
+    # ------------------------------------------------------------------ its config checks
+    CrashRule("batched_tokens_below_context", "bad_argument",
+              _r(r"max_num_batched_tokens \((\d{1,9})\) is smaller than max_model_len \((\d{1,9})\)"), 80, 0.85,
+              "--max-num-batched-tokens {0} is smaller than --max-model-len {1} without chunked prefill",
+              kind="batched_tokens"),
+    CrashRule("tile_not_divisible", "tp_not_divisible",
+              _r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
+                 r"tensor_parallel_size"), 80, 0.85,
+              "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
+    # ------------------------------------------------------------------ a newer runner refuses a feature / model
+    CrashRule("v1_architecture", "unsupported_architecture",
+              re.compile(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r") " + _NOT_SUPPORTED
+                         + _NEW_RUNNER_CI),
+              80, 0.85, "this vLLM's V1 engine does not run the architecture {0}{1}", kind="v1",
+              exclude=_FALLING_BACK),
+    CrashRule("v1_quantization", "quantization_unsupported",
+              _r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|bitsandbytes|gguf|w8a8|int8|int4|quantization)\b"
+                 r"[^\n]{0,120}" + _NOT_SUPPORTED + _NEW_RUNNER),
+              79, 0.8, "this vLLM's V1 engine does not support {0} quantization here", kind="v1",
+              exclude=_FALLING_BACK),
+    CrashRule("v1_feature", "bad_argument",
+              _r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|\b" + _NOT_SUPPORTED + _NEW_RUNNER),
+              70, 0.75, "the engine's newer runner (vLLM V1) does not support a requested feature ({0})",
+              kind="v1_feature", exclude=_FALLING_BACK),
+    # ------------------------------------------------------------------ its model registry and fallback class
+    CrashRule("architecture_inspection_failed", "unsupported_architecture",
+              _r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
+                 r"|Error in inspecting model architecture '([\w.]{1,120})'"),
+              62, 0.75, "vLLM could not load its implementation of {0}{1} (the architecture failed to be inspected)",
+              kind="inspect", unsure=("missing_dependency",)),
+    # The inspection subprocess died on an import that had already failed (a compiled extension, a module).
+    CrashRule("inspection_after_import_failure", "missing_dependency",
+              _r(r"(?:" + _IMPORT_FAILED + r")[^\n]{0,3000}?(?:Error in inspecting model architecture"
+                 r"|failed to be inspected)"), 64, 0.75,
+              "an import failed (quoted) and the engine's model inspection died of it", kind="module",
+              any_level=True),
+    CrashRule("inspection_after_import_failure_above", "missing_dependency",
+              _r(r"Error in inspecting model architecture|failed to be inspected"), 63, 0.7,
+              "an import failed above and the engine's model inspection died of it", kind="module",
+              context=_r(_IMPORT_FAILED)),
+    CrashRule("transformers_fallback_incompatible", "unsupported_architecture",
+              _r(r"The Transformers implementation of '?([\w.]{1,120})'? is not compatible with vLLM"
+                 r"|\bhas no vLLM implementation|is not supported by the Transformers backend"),
+              76, 0.8, "the engine has no native implementation of this architecture ({0}) and its generic "
+              "Transformers fallback cannot run it", kind="fallback"),
+)
