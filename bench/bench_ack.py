@@ -2,7 +2,9 @@
 
 This process plays Slack: a local Slack Web API server (tests/fakeslack.py) and a client that sends 200 correctly
 signed `/deploy` requests (tests/slack_signing.py), 20 at a time, timing each from send to response. The app under
-test runs in its own process, served by aiohttp on 127.0.0.1, one after the other:
+test runs in its own process, served by aiohttp on 127.0.0.1; both apps stay up for the whole run and their loads
+alternate (bare, bot, bot, bare, ...: `--pairs`, default 9), each pair compared within itself, the median, min and
+max of the per-pair ratios printed (the 2-core machine is shared: only ratios within one moment are stable):
 
 - the floor: a bare Bolt AsyncApp (same signing secret, same client) whose `/deploy` only calls ack();
 - the bot: the real `SlackService` (handlers/slack/serve.py: Bolt app, pipeline, SQLite store).
@@ -10,10 +12,10 @@ test runs in its own process, served by aiohttp on 127.0.0.1, one after the othe
 The bot's requests are 4 in 5 "start Qwen3-8B on CT129", acked empty and then run in the background (a thread in
 the channel, the pipeline's steps); CT129 is a host with transport local whose engine python does not exist, so
 each of those deploys fails fast at the probe ("the engine python ... was not found") and no engine ever starts.
-1 in 5 are bad requests (unknown host, nonsense, a shell metacharacter), answered in the ack itself. After the
-load the bot is asked to stop; it first waits for every deploy it started to finish (drained), then stops.
+1 in 5 are bad requests (unknown host, nonsense, a shell metacharacter), answered in the ack itself. After each
+load the app drains: every deploy it started finishes its story before the next load (of either app) begins.
 
-    .venv/bin/python bench/bench_ack.py [--requests 200] [--concurrency 20]
+    .venv/bin/python bench/bench_ack.py [--requests 200] [--concurrency 20] [--pairs 9]
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import io
 import json
 import os
 import pstats
-import signal
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,11 +76,15 @@ async def serve_bare(spec: dict) -> dict:
     runner = web.AppRunner(app.web_app(path=EVENTS_PATH), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
+
+    async def drained() -> dict:
+        return {"pending_at_end_of_load": 0, "left": 0, "drain_s": 0.0}
+
     try:
-        cpu = await _serve_until_term(int(runner.addresses[0][1]))
+        await _serve_until_eof(int(runner.addresses[0][1]), drained)
     finally:
         await runner.cleanup()
-    return {"cpu_s": cpu, "drained": 0, "left": 0, "drain_s": 0.0}
+    return {}
 
 
 async def serve_bot(spec: dict, pooled_client: bool) -> dict:
@@ -102,25 +109,27 @@ async def serve_bot(spec: dict, pooled_client: bool) -> dict:
     diagnosed: list[float] = []
     churn = (asyncio.ensure_future(_diagnose_forever(service, spec["crash_line_mb"], spec.get("inline", False),
                                                      diagnosed)) if spec.get("crash_line_mb") else None)
-    try:
-        assert service.port is not None
-        cpu = await _serve_until_term(service.port)
-        if churn is not None:
-            churn.cancel()
-        # Drained, not cut off: every deploy that was acked must finish its story before the app stops.
+    async def drained() -> dict:
+        """After a load: every deploy that was acked must finish its story (drained, not cut off)."""
         started = time.perf_counter()
         spawned = len(service.surface.tasks)
         while service.surface.tasks and time.perf_counter() - started < DRAIN_TIMEOUT_S:
             await asyncio.sleep(0.05)
-        left = len(service.surface.tasks)
-        drain_s = time.perf_counter() - started
+        return {"pending_at_end_of_load": spawned, "left": len(service.surface.tasks),
+                "drain_s": time.perf_counter() - started, "diagnoses": len(diagnosed),
+                "diagnosis_p50_s": sorted(diagnosed)[len(diagnosed) // 2] if diagnosed else 0}
+
+    try:
+        assert service.port is not None
+        await _serve_until_eof(service.port, drained, churn)
     finally:
-        await service.stop()  # cancels whatever is left (nothing, unless the drain timed out)
+        if churn is not None:
+            churn.cancel()
+        await service.stop()  # cancels whatever is left (nothing, unless a drain timed out)
         store.close()
         if client.session is not None:
             await client.session.close()
-    return {"cpu_s": cpu, "pending_at_end_of_load": spawned, "left": left, "drain_s": drain_s,
-            "diagnoses": len(diagnosed), "diagnosis_p50_s": sorted(diagnosed)[len(diagnosed) // 2] if diagnosed else 0}
+    return {}
 
 
 async def _diagnose_forever(service, megabytes: int, inline: bool, done: list[float]) -> None:
@@ -144,18 +153,27 @@ async def _diagnose_forever(service, megabytes: int, inline: bool, done: list[fl
 PROFILER: cProfile.Profile | None = None
 
 
-async def _serve_until_term(port: int) -> float:
-    """Announce the port, serve until SIGTERM; returns the process CPU seconds used while serving."""
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+async def _serve_until_eof(port: int, drained: Callable[[], Awaitable[dict]],
+                           churn: asyncio.Future[None] | None = None) -> None:
+    """Announce the port, then serve load after load until stdin ends. After each load the parent writes a line:
+    the app drains its background work and answers (one JSON line) with the process CPU seconds that load and its
+    drain used. `churn` (the back-to-back diagnosis) is stopped before the first drain."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     cpu = time.process_time()
     if PROFILER is not None:
         PROFILER.enable()
     print(f"listening {port}", flush=True)
-    await stop.wait()
+    while await reader.readline():
+        serving_s = time.process_time() - cpu
+        if churn is not None:
+            churn.cancel()
+        figures = await drained()
+        print(json.dumps({"cpu_s": time.process_time() - cpu, "serving_cpu_s": serving_s, **figures}), flush=True)
+        cpu = time.process_time()
     if PROFILER is not None:
         PROFILER.disable()
-    return time.process_time() - cpu
 
 
 def child_main(kind: str, spec_file: Path, profile: bool) -> int:
@@ -164,6 +182,7 @@ def child_main(kind: str, spec_file: Path, profile: bool) -> int:
     PROFILER = cProfile.Profile() if profile else None
     result = asyncio.run(serve_bare(spec) if kind == "bare" else serve_bot(spec, pooled_client=kind == "pooled"))
     result["rss_peak_mib"] = peak_rss_mib()
+    result["final"] = True
     if PROFILER is not None:
         out = io.StringIO()
         stats = pstats.Stats(PROFILER, stream=out)
@@ -199,7 +218,7 @@ class AppProcess:
     async def __aenter__(self) -> AppProcess:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, str(Path(__file__).resolve()), "--serve", self.kind, str(self.spec_file),
-            *(["--profile"] if self.profile else []),
+            *(["--profile"] if self.profile else []), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env, cwd=REPO)
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), CHILD_START_TIMEOUT_S)
@@ -209,10 +228,17 @@ class AppProcess:
         self.port = int(line.split()[1])
         return self
 
+    async def after_load(self) -> dict:
+        """The load is over: the app drains its background work, then says what the load cost it."""
+        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(b"drain\n")
+        await self.process.stdin.drain()
+        return json.loads(await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT_S + 30))
+
     async def stop(self) -> dict:
-        """SIGTERM, then the app's own figures (it drains its background work first)."""
-        assert self.process is not None and self.process.stdout is not None
-        self.process.send_signal(signal.SIGTERM)
+        """End of input: the app stops and prints its own figures (peak RSS, the profile)."""
+        assert self.process is not None and self.process.stdout is not None and self.process.stdin is not None
+        self.process.stdin.close()
         out = await asyncio.wait_for(self.process.stdout.read(), DRAIN_TIMEOUT_S + 30)
         code = await self.process.wait()
         if code != 0:
@@ -291,34 +317,59 @@ def bot_config(work: Path) -> dict:
     }
 
 
+@dataclass
+class Load:
+    """One burst sent to one app: its acks, what the app says it cost, and how many deploy threads were told."""
+
+    acks: list[Ack]
+    served: dict
+    told: int
+
+    def pct(self, value: float, deploys_only: bool = False) -> float:
+        return percentile([a.seconds for a in self.acks if not (deploys_only and a.bad_request)], value)
+
+
+async def one_load(app: AppProcess, slack: FakeSlack, texts: list[str], concurrency: int, work: Path) -> Load:
+    before = threads_that_failed_fast(slack)
+    acks = await run_load(f"http://127.0.0.1:{app.port}{EVENTS_PATH}", slack, texts, concurrency, work)
+    served = await app.after_load()  # drained: the next load (either app) never shares the CPU with these stories
+    return Load(acks, served, len(threads_that_failed_fast(slack) - before))
+
+
+def write_spec(work: Path, name: str, **extra: object) -> Path:
+    spec = work / f"{name}.json"  # each app its own store: no app sees another's deliveries
+    spec.write_text(json.dumps({"config": bot_config(work), "db": str(work / f"{name}.sqlite3"), **extra}))
+    return spec
+
+
 async def measure(args: argparse.Namespace, work: Path) -> int:
     texts = requests_for(args.requests + WARMUP)
+    # The bot's ack path alone: bad requests only, nothing runs after the ack.
+    bad_only = [BAD_REQUESTS[i % len(BAD_REQUESTS)] for i in range(len(texts))]
+    loads: dict[str, list[Load]] = {"bare": [], "bot": []}
+    finals: dict[str, dict] = {}
     async with FakeSlack() as slack:
         env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
                "SLACK_API_URL": slack.base_url}
         env.pop("SLACK_APP_TOKEN", None)  # HTTP mode, never Socket Mode
-        results: dict[str, tuple[list[Ack], dict]] = {}
-        told: dict[str, int] = {}
-        # The bot's ack path alone (bad requests only: nothing runs after the ack), then the mixed load.
-        bad_only = [BAD_REQUESTS[i % len(BAD_REQUESTS)] for i in range(len(texts))]
-        runs = [("bare", "bare", texts), ("bot_ack_path", "bot", bad_only), ("bot", "bot", texts)]
-        extra: dict[str, dict] = {}
+        # Both apps stay up for the whole run; their loads alternate (bare, bot, bot, bare, ...), so that the
+        # machine's load at a given moment falls on both, and each pair is compared within itself.
+        async with AppProcess("bare", write_spec(work, "bare"), env) as bare, \
+                AppProcess("bot", write_spec(work, "bot"), env, profile=args.profile) as bot:
+            apps = {"bare": bare, "bot": bot}
+            for index in range(args.pairs):
+                for name in (("bare", "bot") if index % 2 == 0 else ("bot", "bare")):
+                    loads[name].append(await one_load(apps[name], slack, texts, args.concurrency, work))
+            loads["bot_ack_path"] = [await one_load(bot, slack, bad_only, args.concurrency, work)]
+            finals = {"bare": await bare.stop(), "bot": await bot.stop()}
         if args.crash_line_mb:
             # The same mixed load while the diagnosis of a crash ending in a huge line runs all the time.
-            runs += [("bot_diagnosing", "bot", texts), ("bot_diagnosing_inline", "bot", texts)]
-            extra = {"bot_diagnosing": {"crash_line_mb": args.crash_line_mb},
-                     "bot_diagnosing_inline": {"crash_line_mb": args.crash_line_mb, "inline": True}}
-        for name, kind, sent in runs:
-            spec = work / f"{name}.json"  # each run its own store: no run sees another's deliveries
-            spec.write_text(json.dumps({"config": bot_config(work), "db": str(work / f"{name}.sqlite3"),
-                                        **extra.get(name, {})}))
-            before = threads_that_failed_fast(slack)
-            async with AppProcess(kind, spec, env, profile=args.profile and name == "bot") as app:
-                acks = await run_load(f"http://127.0.0.1:{app.port}{EVENTS_PATH}", slack, sent, args.concurrency,
-                                      work)
-                results[name] = (acks, await app.stop())
-            told[name] = len(threads_that_failed_fast(slack) - before)
-    return report(results, told, texts)
+            for name, inline in (("bot_diagnosing", False), ("bot_diagnosing_inline", True)):
+                spec = write_spec(work, name, crash_line_mb=args.crash_line_mb, inline=inline)
+                async with AppProcess("bot", spec, env) as app:
+                    loads[name] = [await one_load(app, slack, texts, args.concurrency, work)]
+                    await app.stop()
+    return report(loads, finals, texts)
 
 
 def threads_that_failed_fast(slack: FakeSlack) -> set[str]:
@@ -327,82 +378,91 @@ def threads_that_failed_fast(slack: FakeSlack) -> set[str]:
             if m.thread_ts and (m.text or "").startswith("❌") and "not found" in (m.text or "")}
 
 
-def report_diagnosing(results: dict[str, tuple[list[Ack], dict]]) -> None:
+def report_diagnosing(loads: dict[str, list[Load]]) -> None:
     """The ack latency while a crash with a huge last line is diagnosed, against the same load without."""
     ms = 1000.0
-    for name, label in (("bot", "no diagnosis running"), ("bot_diagnosing", "diagnosis in the worker process"),
+    for name, label in (("bot_diagnosing", "diagnosis in the worker process"),
                         ("bot_diagnosing_inline", "diagnosis on the event loop (before)")):
-        if name not in results:
+        if name not in loads:
             continue
-        acks, served = results[name]
-        seconds = [a.seconds for a in acks]
-        figure(f"{name}_ack_p50", ms * percentile(seconds, 50), f"ms ({label})")
-        figure(f"{name}_ack_p99", ms * percentile(seconds, 99), "ms")
-        if served.get("diagnoses"):
-            figure(f"{name}_diagnoses_during_load", served["diagnoses"],
-                   f"(p50 {ms * served['diagnosis_p50_s']:.0f} ms each)")
+        load = loads[name][0]
+        figure(f"{name}_ack_p50", ms * load.pct(50), f"ms ({label})")
+        figure(f"{name}_ack_p99", ms * load.pct(99), "ms")
+        if load.served.get("diagnoses"):
+            figure(f"{name}_diagnoses_during_load", load.served["diagnoses"],
+                   f"(p50 {ms * load.served['diagnosis_p50_s']:.0f} ms each)")
 
 
-def report(results: dict[str, tuple[list[Ack], dict]], told: dict[str, int], sent: list[str]) -> int:
-    """`sent`: every request sent to the bot, warm-up included."""
-    report_diagnosing(results)
-    texts = sent[WARMUP:]
-    bare_acks, bare = results["bare"]
-    bot_acks, bot = results["bot"]
-    bare_s = [a.seconds for a in bare_acks]
-    bot_s = [a.seconds for a in bot_acks]
-    deploys = sum(1 for t in texts if t == START)
+def spread(name: str, values: list[float], unit: str, what: str = "") -> float:
+    med = statistics.median(values)
+    figure(name, med, f"{unit} (median of {len(values)}; min {min(values):.3f}, max {max(values):.3f})"
+                      + (f" {what}" if what else ""))
+    return med
+
+
+def report(loads: dict[str, list[Load]], finals: dict[str, dict], sent: list[str]) -> int:
+    """`sent`: every request sent to an app in one load, warm-up included."""
+    report_diagnosing(loads)
     ms = 1000.0
-    figure("requests", len(bot_acks), f"({deploys} deploys, {len(bot_acks) - deploys} bad requests; after "
-                                      f"{WARMUP} warm-up requests)")
-    figure("floor_ack_p50", ms * percentile(bare_s, 50), "ms (bare Bolt app, ack only)")
-    figure("floor_ack_p99", ms * percentile(bare_s, 99), "ms")
-    figure("bot_ack_p50", ms * percentile(bot_s, 50), "ms (the real app)")
-    figure("bot_ack_p99", ms * percentile(bot_s, 99), "ms")
-    figure("bot_ack_max", ms * max(bot_s), "ms")
-    figure("bot_ack_p50_deploys", ms * percentile([a.seconds for a in bot_acks if not a.bad_request], 50), "ms")
-    figure("bot_ack_p50_bad_requests", ms * percentile([a.seconds for a in bot_acks if a.bad_request], 50),
-           "ms (answered in the ack)")
-    path_s = [a.seconds for a in results["bot_ack_path"][0]]
-    figure("bot_ack_path_p50", ms * percentile(path_s, 50), "ms (bad requests only: no work after the ack)")
-    figure("bot_ack_path_p99", ms * percentile(path_s, 99), "ms")
-    figure("ratio_p50_ack_path_over_floor", ratio(percentile(path_s, 50), percentile(bare_s, 50)), "x")
-    figure("ratio_p50_bot_over_floor", ratio(percentile(bot_s, 50), percentile(bare_s, 50)), "x")
-    figure("ratio_p99_bot_over_floor", ratio(percentile(bot_s, 99), percentile(bare_s, 99)), "x")
-    figure("acks_over_slack_limit", sum(1 for s in bot_s if s > SLACK_LIMIT_S), f"(limit {SLACK_LIMIT_S:.0f} s)")
-    errors = sum(1 for a in bot_acks + bare_acks if a.status != 200)
+    bares, bots = loads["bare"], loads["bot"]
+    texts = sent[WARMUP:]
+    deploys = sum(1 for t in texts if t == START)
+    figure("pairs", len(bots), "(loads of the bare app and the bot, alternating; each pair compared within itself)")
+    figure("requests", len(bots[0].acks), f"per load ({deploys} deploys, {len(texts) - deploys} bad requests; after "
+                                          f"{WARMUP} warm-up requests)")
+    for app, group in (("floor", bares), ("bot", bots)):
+        for pct in (50, 99):
+            spread(f"{app}_ack_p{pct}", [ms * load.pct(pct) for load in group], "ms",
+                   "(bare Bolt app, ack only)" if app == "floor" and pct == 50 else "")
+    p99 = spread("ratio_p99_bot_over_floor", [b.pct(99) / f.pct(99) for b, f in zip(bots, bares)], "x", "(per pair)")
+    p50 = spread("ratio_p50_bot_over_floor", [b.pct(50) / f.pct(50) for b, f in zip(bots, bares)], "x", "(per pair)")
+    every_bot = [a.seconds for load in bots for a in load.acks]
+    every_bare = [a.seconds for load in bares for a in load.acks]
+    figure("bot_ack_p99_all_pairs", ms * percentile(every_bot, 99), f"ms (all {len(every_bot)} acks together)")
+    figure("floor_ack_p99_all_pairs", ms * percentile(every_bare, 99), "ms")
+    figure("ratio_p99_all_pairs", ratio(percentile(every_bot, 99), percentile(every_bare, 99)), "x")
+    figure("bot_ack_max", ms * max(every_bot), "ms")
+    figure("bot_ack_p50_deploys", statistics.median(ms * load.pct(50, deploys_only=True) for load in bots), "ms")
+    path = loads["bot_ack_path"][0]
+    figure("bot_ack_path_p50", ms * path.pct(50), "ms (bad requests only: no work after the ack; one load)")
+    figure("bot_ack_path_p99", ms * path.pct(99), "ms")
+    figure("ratio_p50_ack_path_over_floor", ratio(path.pct(50), statistics.median(f.pct(50) for f in bares)), "x")
+    figure("acks_over_slack_limit", sum(1 for s in every_bot if s > SLACK_LIMIT_S), f"(limit {SLACK_LIMIT_S:.0f} s)")
+    errors = sum(1 for load in bots + bares + [path] for a in load.acks if a.status != 200)
     figure("http_errors", errors)
-    figure("bad_requests_answered_in_ack", sum(1 for a in bot_acks if a.bad_request and a.body))
-    figure("deploys_started_after_ack", bot["pending_at_end_of_load"], "(still running when the load ended)")
-    all_deploys = sum(1 for t in sent if t == START)
-    figure("deploy_threads_told_failure", f"{told['bot']}/{all_deploys}", "(warm-up deploys included)")
-    # The ack path's CPU per request, from the bad-requests-only run; the rest of the mixed run is the deploys' stories.
-    per_ack = results["bot_ack_path"][1]["cpu_s"] / len(sent)
-    figure("bot_cpu_per_ack", 1000 * per_ack, "ms (bad-requests-only run)")
-    figure("bot_cpu_per_deploy_story", 1000 * (bot["cpu_s"] - per_ack * len(sent)) / all_deploys,
-           "ms (after the ack: thread, status message, probe, failure)")
-    figure("background_drain", bot["drain_s"], "s")
-    figure("background_left_after_drain", bot["left"])
-    figure("bot_cpu_while_serving", bot["cpu_s"], "s")
-    figure("floor_cpu_while_serving", bare["cpu_s"], "s")
-    figure("bot_rss_peak", bot["rss_peak_mib"], "MiB")
-    figure("floor_rss_peak", bare["rss_peak_mib"], "MiB")
-    p50, floor50 = percentile(bot_s, 50), percentile(bare_s, 50)
-    verdict = "within 1.5x of" if p50 <= 1.5 * floor50 else "MORE than 1.5x"
-    summary(f"/deploy acked in {ms * p50:.1f} ms p50 / {ms * percentile(bot_s, 99):.1f} ms p99 at 20 concurrent "
-            f"(bare Bolt {ms * floor50:.1f} / {ms * percentile(bare_s, 99):.1f} ms: {p50 / floor50:.2f}x, {verdict} "
-            f"the floor); slowest {ms * max(bot_s):.0f} ms against Slack's 3000 ms")
-    if bot.get("profile"):
+    figure("bad_requests_answered_in_ack", sum(1 for load in bots for a in load.acks if a.bad_request and a.body))
+    figure("deploys_started_after_ack", statistics.median(load.served["pending_at_end_of_load"] for load in bots),
+           "(median; still running when a load ended)")
+    all_deploys = sum(1 for t in sent if t == START) * len(bots)
+    told = sum(load.told for load in bots)
+    figure("deploy_threads_told_failure", f"{told}/{all_deploys}", "(warm-up deploys included)")
+    # The ack path's CPU per request, from the bad-requests-only load; the rest of a mixed load is the stories.
+    per_ack = path.served["cpu_s"] / len(sent)
+    figure("bot_cpu_per_ack", 1000 * per_ack, "ms (bad-requests-only load)")
+    story_ms = [1000 * (load.served["cpu_s"] - per_ack * len(sent)) / (all_deploys / len(bots)) for load in bots]
+    figure("bot_cpu_per_deploy_story", statistics.median(story_ms), "ms (median; after the ack: thread, status "
+                                                                    "message, probe, failure)")
+    figure("background_drain", statistics.median(load.served["drain_s"] for load in bots), "s (median)")
+    left = sum(load.served["left"] for load in bots)
+    figure("background_left_after_drain", left)
+    figure("bot_rss_peak", finals["bot"]["rss_peak_mib"], "MiB")
+    figure("floor_rss_peak", finals["bare"]["rss_peak_mib"], "MiB")
+    verdict = "within 1.5x of" if p99 <= 1.5 else "MORE than 1.5x"
+    summary(f"/deploy acked at 20 concurrent, {len(bots)} pairs: p99 {p99:.2f}x the bare Bolt app (median of the "
+            f"per-pair ratios), p50 {p50:.2f}x, {verdict} the floor at p99; slowest {ms * max(every_bot):.0f} ms "
+            f"against Slack's 3000 ms")
+    if finals["bot"].get("profile"):
         print("# cProfile of the real app while serving (top by own time; then bot/handlers/Bolt by cumulative):")
-        for line in bot["profile"].splitlines():
+        for line in finals["bot"]["profile"].splitlines():
             print(f"#   {line}")
-    return 0 if errors == 0 and bot["left"] == 0 and told["bot"] == all_deploys else 1
+    return 0 if errors == 0 and left == 0 and told == all_deploys else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--pairs", type=int, default=9, help="loads of each app, alternating (median of the ratios)")
     parser.add_argument("--profile", action="store_true", help="cProfile the real app while it serves")
     parser.add_argument("--crash-line-mb", type=int, default=0,
                         help="also run the load while a crash ending in a line of this many MB is diagnosed")
