@@ -29,9 +29,10 @@ from bot.mentions import mention, mention_channel
 from bot.models import Deployment
 from bot.simhost import SimHost, build_sim_host
 from bot.store import Store
-from handlers.slack.app import EVENTS_PATH, parse_thread_command
+from handlers.slack.app import EVENTS_PATH
 from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
 from handlers.slack.blocks.mrkdwn import escape_keeping_mentions
+from handlers.slack.commands import parse_thread_command
 from handlers.slack.serve import SlackService, serve
 from tests import slack_signing
 from tests.fakeslack import BOT_ID, BOT_USER_ID, FakeSlack, Message
