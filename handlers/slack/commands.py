@@ -13,7 +13,6 @@ from pydantic import Field
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.events import Diagnosed, Failed, Info, LogExcerpt
-from bot.follow import fetch_tail
 from bot.models import DeployRequest, Deployment, Frozen
 from bot.pipeline import Outcome, Requester
 from bot.remote import RemoteError
@@ -125,9 +124,9 @@ class ThreadCommands:
             await self.surface.run(reply, self._diagnose(dep, reply))
 
     async def _log_tail(self, dep: Deployment) -> str | None:
-        if not dep.log_path:
+        if dep.handle is None:
             return None
-        return self.pipeline.redact(await fetch_tail(self.pipeline.remotes.get(dep.host), dep.log_path, TAIL_BYTES))
+        return self.pipeline.redact(await self.pipeline.backend(dep.host).tail(dep.handle, TAIL_BYTES))
 
     async def _logs(self, dep: Deployment, thread: SlackThread, lines: int) -> Outcome:
         try:

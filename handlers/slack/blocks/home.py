@@ -34,7 +34,7 @@ class DeploymentSummary(Frozen):
     engine: EngineName
     port: int
     state: DeploymentState
-    pid: int | None = None
+    where: str | None = None  # the backend's handle label: "PID 4242", "job 1234"
     endpoint: str | None = None
     requested_by: str | None = None
     thread_url: str | None = None  # chat.getPermalink of the deployment's thread
@@ -85,8 +85,8 @@ def _deployments_section(host: HostSummary) -> str:
     rows = []
     for dep in host.deployments:
         row = f"• *{escape(dep.model)}* {dep.engine} :{dep.port} — {dep.state}"
-        if dep.pid:
-            row += f" · PID {dep.pid}"
+        if dep.where:
+            row += f" · {escape(dep.where)}"
         if dep.endpoint:
             row += f" · {escape(dep.endpoint)}"
         if dep.requested_by:
