@@ -54,8 +54,6 @@ class Support(Frozen):
     #: MTP drafting support: engine -> first version ("0": supported wherever the architecture is, no separate
     #: minimum known); an engine absent here has no MTP drafter for this architecture.
     mtp: dict[str, str] = Field(default_factory=dict)
-    #: vLLM method name before the generic "mtp" existed.
-    vllm_mtp_method: str | None = None
     #: Engines whose documented launch lines for this architecture pass --trust-remote-code.
     trust_remote_code: tuple[str, ...] = ()
     source: str = ""
@@ -64,7 +62,6 @@ class Support(Frozen):
 _QWEN35 = Support(
     minimum={"sglang": "0.5.9", "vllm": "0.17.0"},
     mtp={"sglang": "0.5.9", "vllm": "0.17.0"},
-    vllm_mtp_method="qwen3_5_mtp",
     trust_remote_code=("sglang",),
     source="vLLM v0.17.0 'full Qwen 3.5 support' (0.16.0 rejects it); SGLang v0.5.9 (InferenceX MTP runs); "
     "SGLang docs launch Qwen3.5 with --trust-remote-code",
@@ -79,13 +76,11 @@ ARCHITECTURES: dict[str, Support] = {
         minimum={"vllm": "0.10.2"},
         known_good={"vllm": "0.11.0"},
         mtp={"sglang": "0", "vllm": "0.10.2"},
-        vllm_mtp_method="qwen3_next_mtp",
         source="vLLM blog 2025-09-11 (>=0.10.2, safe >=0.11.0); SGLang PR #10233 (NEXTN in docs/basic_usage/qwen3.md)",
     ),
     "DeepseekV3ForCausalLM": Support(
         minimum={"sglang": "0.4.1", "vllm": "0.6.6"},
         mtp={"sglang": "0", "vllm": "0"},
-        vllm_mtp_method="deepseek_mtp",
         source="DeepSeek-V3 README (SGLang v0.4.1, vLLM v0.6.6)",
     ),
     "Qwen3ForCausalLM": Support(
@@ -101,8 +96,8 @@ ARCHITECTURES: dict[str, Support] = {
         source="vLLM v0.8.0 added Gemma 3 (general knowledge, not in the notes)",
     ),
     "Gemma3ForCausalLM": Support(minimum={"vllm": "0.8.0"}, source="as Gemma3ForConditionalGeneration"),
-    "Glm4MoeForCausalLM": Support(mtp={"sglang": "0", "vllm": "0"}, vllm_mtp_method="glm4_moe_mtp"),
-    "MiMoForCausalLM": Support(mtp={"sglang": "0", "vllm": "0"}, vllm_mtp_method="mimo_mtp"),
+    "Glm4MoeForCausalLM": Support(mtp={"sglang": "0", "vllm": "0"}),
+    "MiMoForCausalLM": Support(mtp={"sglang": "0", "vllm": "0"}),
     "LlamaForCausalLM": Support(),
     "MistralForCausalLM": Support(),
 }
@@ -132,10 +127,6 @@ ARCHITECTURES_WITHOUT_MTP = frozenset(
         "Phi3ForCausalLM",
     }
 )
-
-#: vLLM accepts the generic method "mtp" from this release (the Qwen3.5 recipe, which needs 0.17, uses it);
-#: older releases need the model-specific name.
-VLLM_GENERIC_MTP_SINCE = "0.17.0"
 
 
 class Check(Frozen):
@@ -239,14 +230,6 @@ def check_mtp(spec: ModelSpec, engine: Engine, version: str | None) -> Check:
     return Check(ok=True)
 
 
-def vllm_mtp_method(spec: ModelSpec, version: str | None) -> str:
-    """`mtp` on vLLM releases that have the generic name; the model-specific name before."""
-    if at_least(version, VLLM_GENERIC_MTP_SINCE) is not False:
-        return "mtp"
-    support = support_for(spec)
-    return support.vllm_mtp_method if support and support.vllm_mtp_method else "mtp"
-
-
 def needs_trust_remote_code(spec: ModelSpec, engine: Engine, folder_has_code: bool) -> str | None:
     """Why --trust-remote-code is needed, or None."""
     if spec.has_auto_map:
@@ -292,16 +275,7 @@ def fp8_mode(engine: Engine, cc: tuple[int, int] | None) -> tuple[FP8Mode, str]:
     """How an engine runs FP8 weights on a GPU of compute capability ``cc``, with the reason."""
     if cc is None:
         return "unknown", "the GPU's compute capability is unknown: FP8 support not checked"
-    cc_text = f"sm{cc[0]}{cc[1]}"
     if cc >= (8, 9):
-        return "native", f"{cc_text} has FP8 tensor cores"
-    if engine == "sglang":
-        return "unsupported", (
-            f"SGLang's FP8 kernels need sm89+; on {cc_text} they fail with \"type fp8e4nv not supported in this "
-            'architecture"'
-        )
-    if cc >= (7, 5):
-        return "weight_only", (
-            f"vLLM runs FP8 on {cc_text} as weight-only W8A16 through Marlin kernels (slower compute than sm89+)"
-        )
-    return "unsupported", f"vLLM's FP8 needs sm75+ (Marlin weight-only) and sm89+ for W8A8; this GPU is {cc_text}"
+        return "native", f"sm{cc[0]}{cc[1]} has FP8 tensor cores"
+    mode, why = registry.get(engine).fp8_below_native(cc)
+    return mode, why  # type: ignore[return-value]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.models import PlanFailure, Risk
 
 from . import compat, memory
+from .engines import registry
 from .fit import CONTEXT_STEP, Engine, Fit, PlanContext, evaluate, pick_gpus, tp_problem, valid_tps
 from .memory import GIB, gib
 from .model import ModelSpec, round_down
@@ -72,8 +73,8 @@ def kv_reason(spec: ModelSpec, kvpt: int, tp: int, mtp: bool, engine: Engine, kv
         layers = f"{spec.full_attention_layers} full-attention layers of {spec.num_layers}"
         if spec.sliding_attention_layers:
             layers += (
-                f" ({spec.sliding_attention_layers} sliding-window layers counted as full: SGLang)"
-                if engine == "sglang"
+                f" ({spec.sliding_attention_layers} sliding-window layers counted as full: {registry.label(engine)})"
+                if registry.get(engine).sliding_as_full
                 else f" + {spec.sliding_attention_layers} sliding-window layers capped at "
                 f"{spec.sliding_window} tokens per request"
             )
@@ -229,11 +230,23 @@ def gpus_needed(spec: ModelSpec, loaded: int, gpu_bytes: int) -> int | None:
     return None
 
 
+def _other_engine(ctx: PlanContext, engine: Engine) -> str | None:
+    """The first other registered engine installed (and importable) on the host."""
+    return next(
+        (
+            name
+            for name in registry.names()
+            if name != engine and (install := ctx.facts.engines.get(name)) is not None and not install.error
+        ),
+        None,
+    )
+
+
 def other_engine_nearest(ctx: PlanContext, engine: Engine, why: str = "") -> str | None:
-    other: Engine = "vllm" if engine == "sglang" else "sglang"
-    install = ctx.facts.engines.get(other)
-    if install is None or install.error:
+    other = _other_engine(ctx, engine)
+    if other is None:
         return None
+    install = ctx.facts.engines[other]
     return f"{compat.engine_label(other, install.version)} is installed on {ctx.facts.host}" + (
         f": {why}" if why else ""
     )
@@ -243,8 +256,8 @@ def upgrade_nearest(ctx: PlanContext, engine: Engine) -> str:
     minimum, _ = compat.minimum_version(ctx.spec, ctx.asked.model, engine)
     upgrade = f"upgrade {compat.engine_name(engine)} to >= {minimum}" if minimum else "upgrade"
     other = other_engine_nearest(ctx, engine)
-    if other:
-        other_name: Engine = "vllm" if engine == "sglang" else "sglang"
+    other_name = _other_engine(ctx, engine)
+    if other and other_name:
         other_version = ctx.facts.engines[other_name].version
         if compat.check_engine(ctx.spec, ctx.asked.model, other_name, other_version).ok:
             return f"{other} and serves it (ask for {other_name}) / {upgrade}"

@@ -1,14 +1,12 @@
 """Does a model fit a set of GPUs at a TP, and with which memory fraction, context and concurrency?
 
-The engine's own default fraction is tried first; a raised one (SGLang up to 0.85 or its pre-VLM value, vLLM up to
-0.95) only when the default leaves too little KV cache for the goal (the asked or full context with the policy's
-margin, and for hybrid models state for MIN_HYBRID_CONCURRENCY requests); vLLM's is lowered to what is free on a
-shared GPU because vLLM refuses to start otherwise.
+The engine's own default fraction is tried first (each engine's memory.py lists its fractions, default first); a
+raised one wins only when the default leaves too little KV cache for the goal (the asked or full context with the
+policy's margin, and for hybrid models state for MIN_HYBRID_CONCURRENCY requests).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,14 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.config import HostConfig, Policy
 from bot.models import DeployRequest, GpuBudget, HostFacts, PlanOverrides
 
-from . import compat, memory
-from .engines.sglang import flags as sglang
-from .engines.vllm import flags as vllm
-from .flags import parse_help
-from .memory import GIB, MIB, MemoryBudget, gib
+from . import memory
+from .engines import registry
+from .memory import GIB, MemoryBudget
 from .model import ModelSpec
 
-Engine = Literal["sglang", "vllm"]
+#: A registered engine's name (planners/engines/registry.py).
+Engine = str
 
 Status = Literal["margin", "thin", "no"]
 
@@ -34,10 +31,6 @@ MIN_USEFUL_CONTEXT = 8192
 #: Contexts are rounded down to this many tokens when capped.
 CONTEXT_STEP = 1024
 
-#: SGLang's memory fraction is raised at most to this (or its own pre-VLM value if higher): "Do not raise
-#: --mem-fraction-static above 0.85" on small GPUs (engines/MEMORY_MODEL.md §2).
-SGLANG_FRACTION_CEILING = 0.85
-
 #: Hybrid models: per-request state (recurrent state, spec caches) may take at most this share of the pool.
 STATE_SHARE_OF_POOL = 0.25
 
@@ -45,9 +38,6 @@ CONCURRENCY_STEPS = (48, 32, 16, 8, 4, 2, 1)
 
 #: Hybrid models: a raised memory fraction is worth it when the default leaves state for fewer requests than this.
 MIN_HYBRID_CONCURRENCY = 8
-
-#: GPUs below this size get bf16 SSM state under MTP (the notes' advice for 48 GB cards).
-SMALL_GPU_BYTES = 60 * GIB
 
 
 class Frozen(BaseModel):
@@ -77,7 +67,7 @@ class EngineState(Frozen):
 
     per_request: int = 0
     share: float = 0.0  # at least this share of the pool goes to state (SGLang's mamba split)
-    ssm_dtype: str | None = None  # --mamba-ssm-dtype to pass (SGLang)
+    ssm_dtype: str | None = None  # the recurrent state's dtype to pass (SGLang's --mamba-ssm-dtype)
     note: str | None = None
     sliding_aware: bool = False  # sliding-window layers cost a window per request, not KV per token
 
@@ -194,13 +184,8 @@ def evaluate(
         min_context=asked.context or min(model_max, MIN_USEFUL_CONTEXT),
         margin=int(ctx.policy.min_margin_gib * GIB),
     )
-    overhead: int | None = None
-    if engine == "sglang":
-        state, fractions = sglang_state(ctx, slot), sglang_fractions(ctx, slot)
-    else:
-        state, fractions = vllm_state(ctx, slot, version), vllm_fractions(ctx, slot)
-        batched, seqs = memory.vllm_batch_defaults(slot.total, slot.gpu_name)
-        overhead = memory.vllm_overhead_bytes(spec, tp, batched, asked.max_running_requests or seqs)
+    eng = registry.get(engine)
+    state, fractions, overhead = eng.state(ctx, slot, version), eng.fractions(ctx, slot), eng.overhead(ctx, slot)
     options = [fit_at(ctx, engine, slot, state, fraction, reason, overhead) for fraction, reason in fractions]
     # the goal: the asked (else the model's full) context with margin, and for hybrid models enough state for
     # MIN_HYBRID_CONCURRENCY requests; the first fraction (the default first) that meets it wins
@@ -228,14 +213,14 @@ def fit_at(
     state: EngineState,
     fraction: float,
     reason: str,
-    vllm_overhead: int | None,
+    overhead: int | None,
 ) -> Fit:
     spec, asked = ctx.spec, ctx.asked
     common = dict(
         kv_dtype_bytes=slot.kv_dtype_bytes,
         mtp_enabled=slot.mtp,
         sliding_aware=state.sliding_aware,
-        vllm_overhead=vllm_overhead,
+        overhead=overhead,
     )
     concurrency = asked.max_running_requests
     if concurrency is None and spec.is_hybrid_linear:
@@ -267,141 +252,6 @@ def fit_at(
     )
 
 
-def _linear_note(spec: ModelSpec, base: int) -> str:
-    return (
-        f"{spec.linear_attention_layers} of {spec.num_layers} layers are linear attention (Gated DeltaNet): "
-        f"{base / MIB:.0f} MiB of recurrent state per request per GPU"
-    )
-
-
-def sglang_state(ctx: PlanContext, slot: Slot) -> EngineState:
-    """Hybrid models on SGLang: recurrent state per request, its dtype, and SGLang's mamba/KV split of the pool."""
-    spec = ctx.spec
-    if not spec.is_hybrid_linear:
-        return EngineState()  # sliding-window layers: SGLang's pool is sized as if they were full (conservative)
-    small_mtp = slot.mtp and slot.total < SMALL_GPU_BYTES
-    config_bf16 = (spec.mamba_ssm_dtype or "float32").lower() in {"bfloat16", "bf16"}
-    ssm_dtype = "bfloat16" if small_mtp or config_bf16 else None
-    ssm_bytes = 2 if ssm_dtype else 4
-    base = memory.linear_state_bytes(spec, slot.tp, ssm_bytes)
-    per_request = base
-    note = _linear_note(spec, base)
-    if slot.mtp:
-        # extra_buffer keeps two more state copies per request (ping-pong); verification keeps one SSM state per
-        # draft token in the intermediate cache
-        draft_tokens = sglang.MTP_STEPS + 1
-        per_request = 3 * base + draft_tokens * memory.ssm_state_bytes(spec, slot.tp, ssm_bytes)
-        note += f", {per_request / MIB:.0f} MiB with the extra_buffer copies and the MTP verification cache"
-    if small_mtp:
-        note += (
-            f" (--mamba-ssm-dtype bfloat16 halves the SSM state: a GPU under {gib(SMALL_GPU_BYTES)} with MTP, "
-            "as the notes advise)"
-        )
-    help_text = ctx.facts.engine_help.get("sglang")
-    mamba_args, _ = sglang.mamba_strategy_args(parse_help(help_text) if help_text else None)
-    radix_off = slot.mtp and mamba_args == ["--disable-radix-cache"]
-    share = memory.sglang_mamba_share(radix_cache=not radix_off)
-    if share:
-        note += (
-            f"; SGLang gives the mamba state {share:.0%} of the pool "
-            f"(--mamba-full-memory-ratio {memory.SGLANG_MAMBA_FULL_MEMORY_RATIO}), KV the rest"
-        )
-    return EngineState(per_request=per_request, share=share, ssm_dtype=ssm_dtype, note=note)
-
-
-def sglang_fractions(ctx: PlanContext, slot: Slot) -> list[tuple[float, str]]:
-    """SGLang's own default first; then a raised one (up to the ceiling), each with its reason."""
-    spec, asked = ctx.spec, ctx.asked
-    if asked.mem_fraction is not None:
-        return [(asked.mem_fraction, f"mem-fraction-static {asked.mem_fraction:.3g}, as asked.")]
-    defaults = memory.sglang_defaults(
-        slot.total, slot.tp, speculative=slot.mtp, spec=spec, cuda_graph_max_bs=asked.cuda_graph_max_bs
-    )
-    vlm = f", x{defaults.vlm_factor:.3f} for the vision tower" if defaults.vlm_factor != 1 else ""
-    draft = ", the draft model" if slot.mtp else ""
-    fractions = [
-        (
-            defaults.fraction,
-            f"mem-fraction-static {defaults.fraction:.3g}: SGLang's own default for a {gib(slot.total)} GPU at TP "
-            f"{slot.tp} (reserves {defaults.reserved_mib:,.0f} MiB for prefill activations, CUDA graphs{draft}{vlm}); "
-            "set explicitly so the plan's figures hold.",
-        )
-    ]
-    ceiling = min(0.92, max(SGLANG_FRACTION_CEILING, defaults.fraction_before_vlm))
-    if ceiling > defaults.fraction + 0.005:
-        goal = "full context" + (f", {MIN_HYBRID_CONCURRENCY} concurrent requests" if spec.is_hybrid_linear else "")
-        images = " (the default's multimodal cut assumes images; text traffic needs less)" if vlm else ""
-        fractions.append(
-            (
-                ceiling,
-                f"mem-fraction-static raised from SGLang's default {defaults.fraction:.3g} to {ceiling:.3g}: the "
-                f"default leaves too little KV cache or per-request state for the goal ({goal}); "
-                f"{gib((1 - ceiling) * slot.total)} per GPU stays outside for activations and CUDA graphs{images}.",
-            )
-        )
-    return fractions
-
-
-def vllm_state(ctx: PlanContext, slot: Slot, version: str | None) -> EngineState:
-    """vLLM keeps GDN state (fp32 SSM, bf16 conv) in 1 + num_speculative blocks per request, and windows per request
-    for sliding layers (its hybrid allocator, 0.10+)."""
-    spec = ctx.spec
-    sliding_aware = compat.at_least(version, "0.10.0") is True
-    per_request = 0
-    note = None
-    if spec.is_hybrid_linear:
-        num_spec = vllm_num_spec_tokens(spec) if slot.mtp else 0
-        base = memory.linear_state_bytes(spec, slot.tp, 4)
-        per_request = base * (1 + num_spec)
-        note = _linear_note(spec, base) + (
-            f", x{1 + num_spec} state blocks with {num_spec} speculative token(s)" if num_spec else ""
-        )
-    if sliding_aware and spec.sliding_attention_layers and spec.full_attention_layers:
-        per_request += memory.sliding_state_bytes(spec, slot.tp, slot.kv_dtype_bytes, spec.sliding_window or 0)
-    return EngineState(per_request=per_request, note=note, sliding_aware=sliding_aware)
-
-
-def vllm_fractions(ctx: PlanContext, slot: Slot) -> list[tuple[float, str]]:
-    """vLLM's default (lowered to what is free on a shared GPU), then a raised one, each with its reason."""
-    asked = ctx.asked
-    if asked.mem_fraction is not None:
-        return [(asked.mem_fraction, f"gpu-memory-utilization {asked.mem_fraction:.2f}, as asked.")]
-    default = vllm.DEFAULT_UTILIZATION
-    # vLLM refuses to start unless free memory covers utilization x total: keep 512 MiB of slack
-    affordable = math.floor((slot.free - 512 * MIB) / slot.total * 100) / 100
-    if affordable < default:
-        return [
-            (
-                affordable,
-                f"gpu-memory-utilization lowered from {default:.2f} to {affordable:.2f}: other processes hold "
-                f"{gib(slot.total - slot.free)} of the GPU, and vLLM refuses to start when free memory is below "
-                "utilization x total.",
-            )
-        ]
-    fractions = [
-        (
-            default,
-            f"gpu-memory-utilization {default:.2f}: vLLM's default, set explicitly so the plan's figures hold across "
-            "versions (the newest default is 0.92).",
-        )
-    ]
-    raised = min(vllm.MAX_UTILIZATION, affordable)
-    if raised > default + 0.005:
-        fractions.append(
-            (
-                raised,
-                f"gpu-memory-utilization raised from {default:.2f} to {raised:.2f}: the default leaves too little KV "
-                f"cache for the full context; {gib((1 - raised) * slot.total)} per GPU stays outside vLLM's budget.",
-            )
-        )
-    return fractions
-
-
-def vllm_num_spec_tokens(spec: ModelSpec) -> int:
-    """One speculative token per MTP layer (the recipes' MTP-1 for one-layer heads); 1 when unknown."""
-    return max(1, min(spec.mtp_layers or 1, 3))
-
-
 def per_gpu_budgets(
     ctx: PlanContext, engine: Engine, fit: Fit, loaded: int, kv_dtype_bytes: int, mtp: bool, context: int
 ) -> list[GpuBudget]:
@@ -425,7 +275,7 @@ def per_gpu_budgets(
             state_per_request=fit.state.per_request,
             concurrency=fit.concurrency or 1,
             sliding_aware=fit.state.sliding_aware,
-            vllm_overhead=ref.overhead_bytes,
+            overhead=ref.overhead_bytes,
             state_share=fit.state.share,
         )
         out.append(

@@ -11,6 +11,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from .argv import flags_in
+
 _FLAG = r"--?[A-Za-z0-9][A-Za-z0-9_.-]*"
 _USAGE_FLAG = re.compile(r"\[\s*(" + _FLAG + r")")
 _USAGE_CHOICES = re.compile(r"\[\s*(" + _FLAG + r")\s+\{([^}]*)\}")
@@ -108,18 +110,6 @@ class FlagProblem(BaseModel):
     suggestion: str | None = None
 
 
-def flags_in(argv: list[str]) -> list[tuple[int, str, str | None]]:
-    """(position, flag, value) for every option in an argv (``--flag=value`` split)."""
-    found: list[tuple[int, str, str | None]] = []
-    for i, token in enumerate(argv):
-        if not token.startswith("-") or re.match(r"^-\d", token):
-            continue
-        name, eq, inline = token.partition("=")
-        value = inline if eq else (argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else None)
-        found.append((i, name, value))
-    return found
-
-
 def validate_argv(args: list[str], help_: EngineHelp) -> list[FlagProblem]:
     """Unknown flags (with the closest valid name) and values outside a flag's listed choices."""
     problems: list[FlagProblem] = []
@@ -132,23 +122,3 @@ def validate_argv(args: list[str], help_: EngineHelp) -> list[FlagProblem]:
             allowed = ", ".join(help_.choices[flag])
             problems.append(FlagProblem(flag=flag, message=f"{flag} {value}: not one of {allowed}"))
     return problems
-
-
-def remove_flags(argv: list[str], names: list[str]) -> tuple[list[str], list[str]]:
-    """argv without the named flags and their values; also returns the flags actually removed."""
-    wanted = set(names)
-    out: list[str] = []
-    removed: list[str] = []
-    skip_value = False
-    for token in argv:
-        if skip_value:
-            skip_value = False
-            if not token.startswith("--"):
-                continue
-        name = token.partition("=")[0]
-        if name in wanted:
-            removed.append(name)
-            skip_value = "=" not in token
-            continue
-        out.append(token)
-    return out, removed

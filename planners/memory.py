@@ -1,10 +1,7 @@
-"""GPU memory model: weight bytes, KV bytes per token, fixed per-request state, and each engine's budget per GPU.
+"""GPU memory model: weight bytes, KV bytes per token, fixed per-request state, and the budget per GPU.
 
-The engines budget differently (engines/MEMORY_MODEL.md):
-* SGLang: ``mem_fraction_static`` x GPU memory holds weights + KV pool; the pool is what is left of the *free* memory
-  after loading weights minus the (1 - fraction) headroom, so memory other processes hold comes out of the pool.
-* vLLM: ``gpu_memory_utilization`` x GPU memory holds weights + profiled activation peak + runtime + KV; at start the
-  GPU must have that much free ("Free memory on device ... is less than desired GPU memory utilization").
+Each engine splits a GPU its own way (its package's memory.py: SGLang's static fraction, vLLM's utilization with
+its profiled overhead); what is left for KV and per-request state is counted here the same way for every engine.
 
 All figures are per GPU at a given TP. They are estimates made before launch: the engine's own log line
 ("GPU KV cache size: N tokens", "max_total_num_tokens=N") is the truth once it runs.
@@ -12,12 +9,11 @@ All figures are per GPU at a given TP. They are estimates made before launch: th
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
 from bot.models import GIB, ModelFolder
 
+from .engines import registry
 from .model import ModelSpec
 
 MIB = 1 << 20
@@ -26,7 +22,8 @@ GB = 1_000_000_000
 #: Above this disagreement between two sources of the weight size, the planner says so.
 WEIGHT_DISAGREEMENT = 0.05
 
-EngineKind = Literal["sglang", "vllm"]
+#: A registered engine's name (planners/engines/registry.py).
+EngineKind = str
 
 
 class Frozen(BaseModel):
@@ -104,6 +101,14 @@ def loaded_weight_bytes(
     return int(value), notes
 
 
+def linear_note(spec: ModelSpec, base: int) -> str:
+    """The plan's sentence on a hybrid model's recurrent state."""
+    return (
+        f"{spec.linear_attention_layers} of {spec.num_layers} layers are linear attention (Gated DeltaNet): "
+        f"{base / MIB:.0f} MiB of recurrent state per request per GPU"
+    )
+
+
 def replicated_extra_bytes(spec: ModelSpec, tp: int, bytes_per_param: float) -> int:
     """Per-GPU bytes beyond weights/TP: K/V projections are replicated when there are fewer KV heads than ranks."""
     if spec.is_mla or spec.num_kv_heads >= tp:
@@ -112,19 +117,6 @@ def replicated_extra_bytes(spec: ModelSpec, tp: int, bytes_per_param: float) -> 
     per_rank_share = kv_proj / tp
     per_rank_real = kv_proj / spec.num_kv_heads  # one whole head per rank
     return int((per_rank_real - per_rank_share) * bytes_per_param)
-
-
-def draft_extra_bytes(spec: ModelSpec, tp: int, engine: EngineKind) -> int:
-    """Per-GPU memory an MTP drafter adds beyond the checkpoint's MTP layers.
-
-    SGLang runs the MTP head as its own model runner and materialises an embedding + LM head for it
-    (Qwen3.5-27B: "Qwen3_5ForCausalLMMTP mem usage=5.53 GB"); vLLM shares the target's. Models whose checkpoint
-    stores the MTP module's own copies (DeepSeek-V3) already count them in the checkpoint.
-    """
-    if engine != "sglang" or not spec.mtp_layers or spec.mtp_stores_embeddings:
-        return 0
-    embed_and_head = 2 * spec.vocab_size * spec.hidden_size * spec.dtype_bytes
-    return embed_and_head // tp
 
 
 # ---------------------------------------------------------------------------------------------- KV and state
@@ -195,102 +187,6 @@ def sliding_state_bytes(spec: ModelSpec, tp: int, kv_dtype_bytes: int, context: 
     return spec.sliding_attention_layers * tokens * per_layer
 
 
-# ---------------------------------------------------------------------------------------------- engine overheads
-
-
-class SglangDefaults(Frozen):
-    """What SGLang's ``_handle_gpu_memory_settings`` would pick (MEMORY_MODEL.md §2)."""
-
-    chunked_prefill_size: int
-    cuda_graph_max_bs: int
-    reserved_mib: float
-    fraction_before_vlm: float
-    vlm_factor: float
-    fraction: float
-
-
-def sglang_defaults(
-    gpu_total_bytes: int,
-    tp: int,
-    *,
-    speculative: bool,
-    spec: ModelSpec,
-    cuda_graph_max_bs: int | None = None,
-    chunked_prefill_size: int | None = None,
-) -> SglangDefaults:
-    gpu_mem = gpu_total_bytes / MIB
-    if gpu_mem < 35 * 1024:  # "A10, 4090, 5090"
-        chunk, graph_bs = 2048, (24 if tp < 4 else 80)
-    elif gpu_mem < 60 * 1024:  # "A100 (40GB), L40" (RTX A6000 48 GB falls here)
-        chunk, graph_bs = 4096, (32 if tp < 4 else 160)
-    elif gpu_mem < 160 * 1024:  # "H100, A100", "H20, H200"
-        chunk, graph_bs = 8192, (256 if tp < 4 else 512)
-    else:  # "B200, MI300"
-        chunk, graph_bs = 16384, 512
-    chunk = chunked_prefill_size or chunk
-    graph_bs = cuda_graph_max_bs or graph_bs
-    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
-    if gpu_mem > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    if speculative:
-        reserved += 2 * 1024  # "eagle draft models and cuda graphs"
-    fraction = round((gpu_mem - reserved) / gpu_mem, 3)
-    vlm_factor = 1.0
-    if spec.vision is not None:
-        # SGLang reads vision num_hidden_layers (24 when absent: Qwen-VL towers call it `depth`)
-        vit_layers = spec.vision.layers if spec.vision.layers and spec.text_model_type != "qwen3_5_text" else 24
-        complexity = vit_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
-        vlm_factor = 0.95 * min(1.05, max(0.8, 1.0 - 0.1 * (complexity - 1.0)))
-    return SglangDefaults(
-        chunked_prefill_size=chunk,
-        cuda_graph_max_bs=graph_bs,
-        reserved_mib=reserved,
-        fraction_before_vlm=fraction,
-        vlm_factor=round(vlm_factor, 4),
-        fraction=round(fraction * vlm_factor, 3),
-    )
-
-
-#: SGLang's default ``--mamba-full-memory-ratio``: "The ratio of mamba state memory to full kv cache memory".
-SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
-
-
-def sglang_mamba_share(radix_cache: bool) -> float:
-    """Share of the pool SGLang gives the mamba state of a hybrid model.
-
-    With the radix cache on, the pool is split by the ratio (mamba : KV = 0.9 : 1); with it off, the mamba cache is
-    sized from --max-running-requests instead (share 0: the per-request reservation applies).
-    """
-    if not radix_cache:
-        return 0.0
-    return SGLANG_MAMBA_FULL_MEMORY_RATIO / (1 + SGLANG_MAMBA_FULL_MEMORY_RATIO)
-
-
-def vllm_batch_defaults(gpu_total_bytes: int, gpu_name: str | None) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) vLLM serve picks: 8192/1024 on >= 70 GiB non-A100 GPUs, else 2048/256."""
-    if gpu_total_bytes >= 70 * GIB and "a100" not in (gpu_name or "").lower():
-        return 8192, 1024
-    return 2048, 256
-
-
-def vllm_overhead_bytes(spec: ModelSpec, tp: int, batched_tokens: int, max_num_seqs: int) -> int:
-    """Inside vLLM's budget besides weights and KV: profiled activation peak + sampler logits + runtime + graphs.
-
-    A rough model of what `determine_available_memory` measures: activations at max_num_batched_tokens, fp32 logits
-    for max_num_seqs rows during the sampler dry run, cuBLAS/NCCL buffers, and the CUDA-graph pool.
-    """
-    h = spec.hidden_size
-    ffn = spec.intermediate_size * 2 // tp
-    if spec.is_moe and spec.experts_per_token:
-        ffn = max(ffn, spec.experts_per_token * (spec.moe_intermediate_size or spec.intermediate_size) * 2 // tp)
-    attention = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
-    activation = batched_tokens * (4 * h + 2 * ffn + attention) * 2
-    logits = max_num_seqs * spec.vocab_size * 4 * 2
-    runtime = 512 * MIB + (256 * MIB if tp > 1 else 0)
-    graphs = 512 * MIB
-    return activation + logits + runtime + graphs
-
-
 # ---------------------------------------------------------------------------------------------- budget
 
 
@@ -334,7 +230,7 @@ def budget(
     state_per_request: int = 0,
     concurrency: int = 1,
     sliding_aware: bool = True,
-    vllm_overhead: int | None = None,
+    overhead: int | None = None,
     state_share: float = 0.0,
 ) -> MemoryBudget:
     """Per-GPU figures at ``tp``: weights, KV capacity in tokens at ``mem_fraction``, and what is left.
@@ -345,7 +241,8 @@ def budget(
     """
     bytes_per_param = weights / max(1, spec.params.total)
     weights_pg = weights // tp + replicated_extra_bytes(spec, tp, bytes_per_param)
-    draft = draft_extra_bytes(spec, tp, engine) if mtp_enabled else 0
+    eng = registry.get(engine)
+    draft = eng.draft_extra_bytes(spec, tp) if mtp_enabled else 0
     used_by_others = max(0, gpu_total - gpu_free)
     kvpt = kv_bytes_per_token(
         spec,
@@ -354,25 +251,8 @@ def budget(
         sliding_as_full=not sliding_aware,
         extra_full_layers=(spec.mtp_layers or 0) if mtp_enabled else 0,
     )
-    notes: list[str] = []
-    startup_ok = True
-    if engine == "sglang":
-        static = int(mem_fraction * gpu_total)
-        overhead = 0
-        headroom = gpu_total - static
-        # the pool is sized from free memory after loading: other processes' memory comes out of it
-        pool = static - weights_pg - draft - used_by_others
-    else:
-        requested = int(mem_fraction * gpu_total)
-        overhead = vllm_overhead if vllm_overhead is not None else 0
-        headroom = gpu_total - requested
-        pool = requested - weights_pg - overhead
-        if gpu_free < requested:
-            startup_ok = False
-            notes.append(
-                f"vLLM needs {gib(requested)} free at start ({mem_fraction:.2f} x {gib(gpu_total)}); "
-                f"only {gib(gpu_free)} is free"
-            )
+    split = eng.split_budget(mem_fraction, gpu_total, gpu_free, weights_pg, draft, overhead)
+    pool = split.pool
     state = max(state_per_request * concurrency, int(max(0, pool) * state_share))
     kv = pool - state
     tokens = kv // kvpt if kv > 0 and kvpt > 0 else 0
@@ -385,13 +265,13 @@ def budget(
         used_by_others_bytes=used_by_others,
         weights_bytes=weights_pg,
         draft_bytes=draft,
-        overhead_bytes=overhead,
-        headroom_bytes=headroom,
+        overhead_bytes=split.overhead,
+        headroom_bytes=split.headroom,
         pool_bytes=pool,
         state_bytes=state,
         kv_bytes=kv,
         kv_bytes_per_token=kvpt,
         kv_tokens=tokens,
-        startup_ok=startup_ok,
-        notes=notes,
+        startup_ok=split.startup_ok,
+        notes=list(split.notes),
     )

@@ -1,10 +1,11 @@
 """The planner: DeployRequest + HostFacts -> LaunchPlan (exact argv, env, per-GPU budget, risks, reasons) or a
 PlanFailure that says why with numbers and the nearest plan that would work. Pure: no I/O.
 
-Choices, in order: engine (asked, else installed and compatible; SGLang first when both are), MTP and FP8 checks,
+Choices, in order: engine (asked, else installed and compatible; the registry's order decides between several), MTP and FP8 checks,
 port, then the smallest TP that fits with margin on the least-used GPUs (fit.py), the memory fraction (the engine's
 own default, raised or lowered only when needed), the context (asked, else the model's, capped to what KV holds),
-hybrid-model settings, the argv (args.py), and finally every flag checked against the engine's own --help.
+hybrid-model settings, the engine's argv, and finally every flag checked against the engine's own --help
+(plan_engine.py; every engine-specific step is the engine's, planners/engines/).
 """
 
 from __future__ import annotations
@@ -14,37 +15,11 @@ from bot.models import DeployRequest, HostFacts, LaunchPlan, PlanFailure, PlanOv
 
 from . import compat, memory
 from .engines import registry
-from .engines.sglang import flags as sglang
-from .engines.vllm import flags as vllm
-from .args import ENV_NAME, apply_arg_overrides, sglang_argv, vllm_argv
-from .explain import (
-    does_not_fit,
-    gpu_reason,
-    kv_reason,
-    other_engine_nearest,
-    shared_gpu_risks,
-    tp_reason,
-    upgrade_nearest,
-    weights_reason,
-)
-from .fit import (
-    CONTEXT_STEP,
-    MIN_USEFUL_CONTEXT,
-    Asked,
-    Engine,
-    Fit,
-    PlanContext,
-    evaluate,
-    per_gpu_budgets,
-    pick_gpus,
-    tp_problem,
-    valid_tps,
-)
-from .flag_changes import fit_flags_to_build
-from .flags import EngineHelp, flags_in, parse_help, validate_argv
+from .fit import Asked, Engine, PlanContext, tp_problem, valid_tps
 from .flags import suggest_flag as suggest_flag  # re-exported: part of the planner's public API
-from .memory import GIB, gib
-from .model import ConfigError, ModelSpec, model_spec, round_down
+from .memory import gib
+from .model import ConfigError, ModelSpec, model_spec
+from .plan_engine import plan_with_engine
 
 
 def make_plan(
@@ -99,7 +74,7 @@ def make_plan(
         return engines
     failures: list[tuple[str, PlanFailure]] = []
     for engine, version, why in engines:
-        result = _plan_with_engine(ctx, engine, version, why)
+        result = plan_with_engine(ctx, engine, version, why)
         if isinstance(result, LaunchPlan):
             if failures:
                 skipped = "; ".join(f"{compat.engine_name(e)}: {f.reason}" for e, f in failures)
@@ -286,226 +261,6 @@ def _engine_order(ctx: PlanContext) -> list[tuple[Engine, str | None, str]] | Pl
         for name in registry.names()
         if name in usable
     ]
-
-
-def _plan_with_engine(ctx: PlanContext, engine: Engine, version: str | None, why: str) -> LaunchPlan | PlanFailure:
-    spec, asked = ctx.spec, ctx.asked
-    label = compat.engine_label(engine, version)
-    risks: list[Risk] = []
-    reasons: list[str] = [f"Engine: {label} ({why})."]
-
-    check = compat.check_engine(spec, asked.model, engine, version)
-    if not check.ok:
-        return PlanFailure(reason=check.problems[0], details=check.problems[1:], nearest=upgrade_nearest(ctx, engine))
-    risks += [Risk(code="old_engine", message=w) for w in check.warnings]
-    reasons += check.notes
-
-    mtp = asked.speculative == "mtp"
-    if mtp:
-        heads = compat.mtp_heads(spec)
-        if heads is False:
-            why_not = (
-                f"config.json says {spec.mtp_layers} MTP layers"
-                if spec.mtp_layers == 0
-                else f"{spec.architecture} checkpoints ship no MTP heads"
-            )
-            return PlanFailure(
-                reason=f"MTP was asked, but {asked.model} has no MTP heads to draft with ({why_not})",
-                nearest="start it without speculative decoding (speculative none)",
-            )
-        if heads is None:
-            risks.append(
-                Risk(
-                    code="unknown_mtp",
-                    message=f"config.json of {asked.model} does not say whether the checkpoint has MTP layers "
-                    "(no mtp_num_hidden_layers / num_nextn_predict_layers): the engine fails at load if it has none",
-                )
-            )
-        mtp_check = compat.check_mtp(spec, engine, version)
-        if not mtp_check.ok:
-            return PlanFailure(
-                reason=mtp_check.problems[0],
-                nearest=other_engine_nearest(ctx, engine) or "start it without speculative decoding",
-            )
-        risks += [Risk(code="mtp_support", message=w) for w in mtp_check.warnings]
-
-    # quantization and FP8 on this GPU generation
-    native = spec.quantization
-    quant_flag: str | None = None
-    online_fp8 = False
-    if asked.quantization:
-        if native and (native.method == asked.quantization or (native.is_fp8 and asked.quantization == "fp8")):
-            reasons.append(f"Quantization: the checkpoint is already {native.method}; no flag needed.")
-        elif native:
-            return PlanFailure(
-                reason=f"{asked.quantization} was asked, but {asked.model} is a {native.method} checkpoint",
-                nearest=f"start it as stored ({native.method})",
-            )
-        elif asked.quantization == "fp8":
-            online_fp8, quant_flag = True, "fp8"
-        else:
-            return PlanFailure(
-                reason=f"{asked.quantization} needs a checkpoint quantized that way; {asked.model} is {spec.dtype}",
-                nearest="a pre-quantized checkpoint folder, or fp8 (quantized online at load)",
-            )
-    fp8_problem: str | None = None
-    if online_fp8 or (native and native.is_fp8):
-        ccs = [compat.compute_capability(g) for g in ctx.facts.gpus]
-        known = [c for c in ccs if c is not None]
-        mode, fp8_text = compat.fp8_mode(engine, min(known) if known else None)
-        if mode == "unsupported":
-            fp8_problem = f"FP8 weights on {ctx.facts.gpus[0].name}: {fp8_text}"
-        elif mode == "weight_only":
-            moe = " (FP8 MoE on Ampere has had gaps: check the log)" if spec.is_moe else ""
-            risks.append(Risk(code="fp8_weight_only", severity="info", message=fp8_text + moe))
-        elif mode == "unknown":
-            risks.append(Risk(code="fp8_unchecked", message=fp8_text))
-        else:
-            reasons.append(f"FP8: {fp8_text}.")
-
-    help_text = ctx.facts.engine_help.get(engine)
-    help_: EngineHelp | None = parse_help(help_text) if help_text else None
-    core = sglang.CORE_FLAGS if engine == "sglang" else vllm.CORE_FLAGS
-    help_complete = bool(help_ and help_.looks_complete(core))
-
-    loaded, load_notes = memory.loaded_weight_bytes(spec, ctx.checkpoint_bytes, mtp_enabled=mtp, online_fp8=online_fp8)
-    kv_dtype_bytes = 1 if (asked.kv_cache_dtype or "").startswith("fp8") else 2
-
-    # ----- TP and GPUs
-    tp_asked = asked.tp if asked.tp is not None else (len(asked.gpus) if asked.gpus else None)
-    candidates = [tp_asked] if tp_asked else valid_tps(spec, len(ctx.facts.gpus))
-    fits: list[Fit] = []
-    for tp in candidates:
-        gpus = list(asked.gpus) if asked.gpus else pick_gpus(ctx.facts, tp)
-        fit = evaluate(ctx, engine, version, tp, gpus, loaded, kv_dtype_bytes, mtp)
-        fits.append(fit)
-        if fit.status == "margin":
-            break
-    chosen = next((f for f in fits if f.status == "margin"), None) or next(
-        (f for f in fits if f.status == "thin"), None
-    )
-    if chosen is None:
-        return does_not_fit(ctx, engine, fits, loaded, kv_dtype_bytes, mtp, fp8_problem)
-    if fp8_problem:
-        return PlanFailure(
-            reason=fp8_problem,
-            nearest=other_engine_nearest(ctx, engine, "it runs FP8 weight-only (Marlin) on this GPU")
-            or "a BF16 or AWQ/GPTQ (Marlin) checkpoint",
-            weights_bytes=loaded,
-        )
-
-    # ----- context
-    budget = chosen.budget
-    margin_bytes = int(ctx.policy.min_margin_gib * GIB)
-    model_max = spec.max_position_embeddings or MIN_USEFUL_CONTEXT
-    kvpt = budget.kv_bytes_per_token
-    if asked.context:
-        context = asked.context
-        context_reason = (
-            f"Context {context} tokens, as asked: one full request uses {gib(context * kvpt)} of the "
-            f"{gib(budget.kv_bytes)} KV cache per GPU."
-        )
-    else:
-        spare = margin_bytes if chosen.status == "margin" else 0
-        cap = round_down((budget.kv_bytes - spare) // kvpt, CONTEXT_STEP) if kvpt else model_max
-        context = min(model_max, cap)
-        if context < model_max:
-            context_reason = (
-                f"Context capped to {context} tokens (the model allows {model_max}): the KV cache holds "
-                f"{budget.kv_tokens:,} tokens per GPU at {kvpt / 1024:.0f} KiB/token"
-                + (f", and {ctx.policy.min_margin_gib:.1f} GiB is kept as margin." if spare else ".")
-            )
-        else:
-            context_reason = (
-                f"Context {context} tokens, the model's maximum: the KV cache holds {budget.kv_tokens:,} tokens "
-                f"per GPU ({context / max(1, budget.kv_tokens):.0%} of it per full-length request)."
-            )
-
-    per_gpu = per_gpu_budgets(ctx, engine, chosen, loaded, kv_dtype_bytes, mtp, context)
-    margin_min = min(g.margin_bytes for g in per_gpu)
-    if margin_min < margin_bytes:
-        risks.append(
-            Risk(
-                code="thin_margin",
-                message=f"KV cache left beyond one {context}-token request is {gib(margin_min)} per GPU, below the "
-                f"policy's {ctx.policy.min_margin_gib:.1f} GiB: long prompts or a few concurrent requests will queue "
-                "or be refused",
-            )
-        )
-
-    reasons.append(weights_reason(ctx, loaded, load_notes))
-    reasons.append(tp_reason(ctx, chosen, fits, engine))
-    reasons.append(gpu_reason(ctx, chosen))
-    reasons.append(chosen.fraction_reason)
-    reasons.append(context_reason)
-    reasons.append(kv_reason(spec, kvpt, chosen.tp, mtp, engine, kv_dtype_bytes))
-    risks += shared_gpu_risks(ctx, chosen)
-    for note in ctx.weight_notes:
-        if note.startswith("warning:"):
-            risks.append(Risk(code="weights_disagree", message=note.removeprefix("warning: ")))
-
-    # ----- flags
-    trust_why = compat.needs_trust_remote_code(spec, engine, bool(ctx.facts.model and ctx.facts.model.has_custom_code))
-    if trust_why:
-        reasons.append(f"--trust-remote-code: {trust_why}.")
-    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, chosen.gpus))}
-    if engine == "sglang":
-        argv = sglang_argv(ctx, chosen, version, help_, context, bool(trust_why), quant_flag, mtp, reasons, risks, env)
-    else:
-        argv = vllm_argv(ctx, chosen, version, help_, context, bool(trust_why), quant_flag, mtp, reasons, risks)
-    if isinstance(argv, PlanFailure):
-        return argv
-    argv = argv[:3] + fit_flags_to_build(engine, argv[3:], help_, help_complete, version, reasons, risks)
-
-    argv = apply_arg_overrides(ctx, engine, argv, reasons, risks)
-    if isinstance(argv, PlanFailure):
-        return argv
-    for key, value in ctx.overrides.env.items():
-        if not ENV_NAME.match(key) or key in {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"}:
-            return PlanFailure(reason=f"environment override {key!r} is not allowed (GPU choice goes through gpus)")
-        env[key] = value
-
-    if help_ is None:
-        reasons.append(f"Flags not checked: the probe did not capture {engine}'s --help on {ctx.facts.host}.")
-    elif not help_complete:
-        reasons.append(
-            f"Flags not checked: {engine}'s --help on {ctx.facts.host} looks cut or grouped "
-            f"(it lacks {', '.join(f for f in core if not help_.knows(f))})."
-        )
-    else:
-        problems = validate_argv(argv[3:], help_)
-        if problems:
-            return PlanFailure(
-                reason=f"{label} does not accept: " + "; ".join(p.message for p in problems),
-                details=[f"checked against {engine} --help on {ctx.facts.host}"],
-                nearest=", ".join(f"{p.flag} -> {p.suggestion}" for p in problems if p.suggestion) or None,
-                weights_bytes=loaded,
-            )
-        reasons.append(f"All {len(flags_in(argv[3:]))} flags checked against {label}'s own --help.")
-    reasons.append(ctx.port_reason)
-
-    return LaunchPlan(
-        host=ctx.facts.host,
-        model=asked.model,
-        model_path=ctx.model_path,
-        engine=engine,
-        engine_version=version,
-        tp=chosen.tp,
-        gpus=chosen.gpus,
-        port=ctx.port,
-        argv=argv,
-        env=env,
-        speculative="mtp" if mtp else "none",
-        context_length=context,
-        mem_fraction=chosen.fraction,
-        weights_bytes=loaded,
-        kv_bytes_per_token=kvpt,
-        per_gpu=per_gpu,
-        fits=True,
-        risks=risks,
-        reasons=[r for r in reasons if r],
-        overrides=ctx.overrides,
-    )
 
 
 __all__ = ["make_plan", "choose_host", "suggest_flag", "valid_tps", "tp_problem"]

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from bot.models import GpuInfo
 from planners import compat
+from planners.engines.vllm.compat import vllm_mtp_method
 from planners.model import model_spec
 from tests.test_planner_support import load_config
 
@@ -71,9 +72,9 @@ def test_mtp_support_by_engine_version() -> None:
     qwen = spec_of("Qwen3.6-27B")
     assert compat.check_mtp(qwen, "vllm", "0.17.1").ok
     assert not compat.check_mtp(qwen, "vllm", "0.16.0").ok
-    assert compat.vllm_mtp_method(qwen, "0.17.1") == "mtp"
-    assert compat.vllm_mtp_method(spec_of("DeepSeek-V3"), "0.9.2") == "deepseek_mtp"
-    assert compat.vllm_mtp_method(spec_of("DeepSeek-V3"), None) == "mtp"
+    assert vllm_mtp_method(qwen, "0.17.1") == "mtp"
+    assert vllm_mtp_method(spec_of("DeepSeek-V3"), "0.9.2") == "deepseek_mtp"
+    assert vllm_mtp_method(spec_of("DeepSeek-V3"), None) == "mtp"
 
 
 def gpu(name: str, cc: str | None = None) -> GpuInfo:

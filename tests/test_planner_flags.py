@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planners.flags import parse_help, remove_flags, suggest_flag, validate_argv
+from planners.argv import remove as remove_flags
+from planners.flags import parse_help, suggest_flag, validate_argv
 from planners.plan import suggest_flag as plan_suggest_flag
 from tests.test_planner_support import sglang_help, vllm_help
 

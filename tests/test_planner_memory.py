@@ -6,6 +6,7 @@ import pytest
 
 from bot.models import ModelFolder
 from planners import memory
+from planners.engines.sglang import memory as sglang_memory
 from planners.model import model_spec
 from tests.test_planner_support import GIB, MIB, load_config
 
@@ -137,12 +138,12 @@ def test_gated_deltanet_state_per_request() -> None:
     ],
 )
 def test_sglang_default_mem_fraction_matches_notes(gpu_mib: int, tp: int, speculative: bool, expected: float) -> None:
-    defaults = memory.sglang_defaults(gpu_mib * MIB, tp, speculative=speculative, spec=spec_of("Qwen3-8B"))
+    defaults = sglang_memory.sglang_defaults(gpu_mib * MIB, tp, speculative=speculative, spec=spec_of("Qwen3-8B"))
     assert defaults.fraction == pytest.approx(expected, abs=0.002)
 
 
 def test_sglang_default_for_qwen36_includes_the_vision_factor() -> None:
-    defaults = memory.sglang_defaults(49_140 * MIB, 2, speculative=True, spec=spec_of("Qwen3.6-27B"))
+    defaults = sglang_memory.sglang_defaults(49_140 * MIB, 2, speculative=True, spec=spec_of("Qwen3.6-27B"))
     assert defaults.reserved_mib == 9024
     assert defaults.vlm_factor == pytest.approx(0.925, abs=0.002)
     assert defaults.fraction == pytest.approx(0.75, abs=0.01)  # "≈ 0.75"
@@ -156,8 +157,8 @@ def test_budget_sglang_pool_pays_for_other_processes_and_vllm_needs_free_memory(
     shared = memory.budget(spec, weights, total, total - 10 * GIB, 1, "sglang", 0.85)
     assert idle.pool_bytes - shared.pool_bytes == 10 * GIB
     assert idle.kv_tokens == idle.kv_bytes // 131_072
-    ok = memory.budget(spec, weights, total, total, 1, "vllm", 0.9, vllm_overhead=GIB)
-    refused = memory.budget(spec, weights, total, total - 10 * GIB, 1, "vllm", 0.9, vllm_overhead=GIB)
+    ok = memory.budget(spec, weights, total, total, 1, "vllm", 0.9, overhead=GIB)
+    refused = memory.budget(spec, weights, total, total - 10 * GIB, 1, "vllm", 0.9, overhead=GIB)
     assert ok.startup_ok and not refused.startup_ok
     assert ok.pool_bytes == int(0.9 * total) - weights - GIB
 
@@ -181,7 +182,7 @@ def test_budget_reserves_state_and_the_sglang_mamba_share() -> None:
         concurrency=4,
     )
     assert plain.kv_bytes - reserved.kv_bytes == 4 * per_request
-    share = memory.sglang_mamba_share(radix_cache=True)
+    share = sglang_memory.sglang_mamba_share(radix_cache=True)
     split = memory.budget(
         spec,
         55_562_855_904,
@@ -196,4 +197,4 @@ def test_budget_reserves_state_and_the_sglang_mamba_share() -> None:
         state_share=share,
     )
     assert split.kv_bytes == pytest.approx(plain.pool_bytes / 1.9, rel=0.001)
-    assert memory.sglang_mamba_share(radix_cache=False) == 0
+    assert sglang_memory.sglang_mamba_share(radix_cache=False) == 0

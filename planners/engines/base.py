@@ -138,6 +138,33 @@ class Engine(Protocol):
     def help_complete(self, help_: EngineHelp | None) -> bool: ...
 
 
+@dataclass(frozen=True)
+class BudgetSplit:
+    """How an engine splits one GPU at a memory fraction (planners/memory.py's budget fills in the rest)."""
+
+    overhead: int  # inside the engine's budget besides weights, draft and KV (vLLM's activations etc.)
+    headroom: int  # kept outside the budget for activations/graphs (SGLang) or unused (vLLM)
+    pool: int  # what is left for KV + per-request state (negative: weights do not fit)
+    startup_ok: bool = True  # the engine starts with this much free memory
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class ArgvInputs:
+    """What the engine-neutral planner decided before the engine writes its argv. The engine appends to
+    ``reasons`` and ``risks`` and may set ``env``."""
+
+    version: str | None
+    help_: EngineHelp | None
+    context: int
+    trust_remote_code: bool
+    quantization: str | None  # the --quantization value, when the plan quantizes online
+    mtp: bool
+    reasons: list[str]
+    risks: list[Risk]
+    env: dict[str, str]
+
+
 class EngineBase:
     """Behaviour every engine shares; an engine class sets the data attributes and the engine-specific methods."""
 

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from bot.models import GIB, EngineName, GpuProcess, HostFacts, LaunchPlan
 from planners.engines import registry
+from planners import argv as planner_argv
 from planners.engines.base import Engine
 from planners.flags import EngineHelp
 
@@ -36,15 +37,8 @@ def gib(value: float | int | None) -> str:
 
 
 def argv_value_of(argv: list[str], names: Iterable[str]) -> str | None:
-    wanted = {name.replace("_", "-") for name in names}
-    for i, token in enumerate(argv):
-        flag, _, inline = token.partition("=")
-        if flag.replace("_", "-") in wanted:
-            if inline:
-                return inline
-            if i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-                return argv[i + 1]
-    return None
+    """The value of the first of ``names`` in the launch argv (read by planners/argv.py, the one argv reader)."""
+    return planner_argv.value_of(argv, names)
 
 
 def as_float(value: str | None) -> float | None:

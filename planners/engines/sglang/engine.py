@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from ..base import Discovery, EngineBase
-from . import flags
+from typing import TYPE_CHECKING
+
+from bot.models import PlanFailure, Risk
+
+from ..base import ArgvInputs, BudgetSplit, Discovery, EngineBase
+from . import argv, compat, flags, memory
 from .crash_rules import RULES
 from .logs import DIALECT
 from .renames import RENAMES
+
+if TYPE_CHECKING:
+    from ...fit import EngineState, Fit, PlanContext, Slot
+    from ...model import ModelSpec
 
 
 class SGLang(EngineBase):
@@ -48,6 +56,45 @@ class SGLang(EngineBase):
     #: Below this the planner's memory model (SGLang's mem-fraction heuristic of the PR #10975 era) may not hold.
     known_good = "0.5.0"
     issues_url = "github.com/sgl-project/sglang/issues"
+    #: SGLang sizes its pool as if sliding-window layers were full attention (conservative)
+    sliding_as_full = True
+
+    # ------------------------------------------------------------------ memory model (memory.py)
+
+    def state(self, ctx: PlanContext, slot: Slot, version: str | None) -> EngineState:
+        return memory.state(ctx, slot)
+
+    def fractions(self, ctx: PlanContext, slot: Slot) -> list[tuple[float, str]]:
+        return memory.fractions(ctx, slot)
+
+    def overhead(self, ctx: PlanContext, slot: Slot) -> int | None:
+        return None  # SGLang keeps activations outside its static fraction: nothing inside besides weights + KV
+
+    def draft_extra_bytes(self, spec: ModelSpec, tp: int) -> int:
+        return memory.draft_extra_bytes(spec, tp)
+
+    def split_budget(
+        self, fraction: float, total: int, free: int, weights: int, draft: int, overhead: int | None
+    ) -> BudgetSplit:
+        return memory.split_budget(fraction, total, free, weights, draft)
+
+    # ------------------------------------------------------------------ compatibility and argv
+
+    def fp8_below_native(self, cc: tuple[int, int]) -> tuple[str, str]:
+        return compat.fp8_below_native(cc)
+
+    def build_argv(self, ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> list[str] | PlanFailure:
+        return argv.build(ctx, fit, inputs)
+
+    def removal_risks(self, removed: list[str], mtp: bool) -> list[Risk]:
+        if mtp and "--max-running-requests" in removed:
+            return [
+                Risk(
+                    code="silent_rewrite",
+                    message="without --max-running-requests SGLang resets it to 48 under speculative decoding",
+                )
+            ]
+        return []
 
 
 ENGINE = SGLang()

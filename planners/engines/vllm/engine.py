@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from ..base import Discovery, EngineBase
-from . import flags
+from typing import TYPE_CHECKING
+
+from bot.models import PlanFailure
+
+from ..base import ArgvInputs, BudgetSplit, Discovery, EngineBase
+from . import argv, compat, flags, memory
 from .crash_rules import RULES
 from .logs import DIALECT
 from .renames import RENAMES
+
+if TYPE_CHECKING:
+    from ...fit import EngineState, Fit, PlanContext, Slot
+    from ...model import ModelSpec
 
 
 class VLLM(EngineBase):
@@ -49,6 +57,35 @@ class VLLM(EngineBase):
     #: Below this the planner's memory model (the V1 profiler and hybrid KV allocator) may not describe vLLM.
     known_good = "0.10.0"
     issues_url = "github.com/vllm-project/vllm/issues"
+    #: vLLM's hybrid allocator keeps a window per request for sliding layers (0.10+; see memory.state)
+    sliding_as_full = False
+
+    # ------------------------------------------------------------------ memory model (memory.py)
+
+    def state(self, ctx: PlanContext, slot: Slot, version: str | None) -> EngineState:
+        return memory.state(ctx, slot, version)
+
+    def fractions(self, ctx: PlanContext, slot: Slot) -> list[tuple[float, str]]:
+        return memory.fractions(ctx, slot)
+
+    def overhead(self, ctx: PlanContext, slot: Slot) -> int | None:
+        return memory.overhead(ctx, slot)
+
+    def draft_extra_bytes(self, spec: ModelSpec, tp: int) -> int:
+        return 0  # vLLM's MTP drafter shares the target's embedding and LM head
+
+    def split_budget(
+        self, fraction: float, total: int, free: int, weights: int, draft: int, overhead: int | None
+    ) -> BudgetSplit:
+        return memory.split_budget(fraction, total, free, weights + draft, overhead)
+
+    # ------------------------------------------------------------------ compatibility and argv
+
+    def fp8_below_native(self, cc: tuple[int, int]) -> tuple[str, str]:
+        return compat.fp8_below_native(cc)
+
+    def build_argv(self, ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> list[str] | PlanFailure:
+        return argv.build(ctx, fit, inputs)
 
 
 ENGINE = VLLM()

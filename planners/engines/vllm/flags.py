@@ -13,10 +13,6 @@ from ...flags import EngineHelp
 
 MODULE = "vllm.entrypoints.openai.api_server"
 CORE_FLAGS = ("--model", "--tensor-parallel-size", "--port")
-#: vLLM's long-standing default (0.92 only in the newest code): set explicitly so the plan's figures hold.
-DEFAULT_UTILIZATION = 0.90
-#: Raised to at most this when the default leaves too little KV; above it graph capture tends to OOM.
-MAX_UTILIZATION = 0.95
 
 
 def speculative_config(method: str, num_tokens: int) -> str:
