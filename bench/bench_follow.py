@@ -84,10 +84,10 @@ from common import (  # noqa: E402
     tree_cpu_seconds,
 )
 
+from bot.backends.process import ProcessBackend  # noqa: E402
 from bot.config import HostConfig, expand  # noqa: E402
 from bot.events import Event, LogExcerpt  # noqa: E402
 from bot.follow import ExcerptBatcher, Follower  # noqa: E402
-from bot.launch import launch  # noqa: E402
 from bot.logevents import LogReader  # noqa: E402
 from bot.models import Deployment, LaunchPlan  # noqa: E402
 from bot.redact import redact  # noqa: E402
@@ -139,21 +139,21 @@ async def follow_all(cfg: HostConfig, floor_cfg: HostConfig, python: str, args: 
     own sshd (so that the host-side CPU counted under `listener` is the bot's alone)."""
     store = Store(work / "state.db")
     remote = SshRemote(HOST, cfg)
+    backend = ProcessBackend(HOST, cfg, remote)
     try:
         plans = [writer_plan(python, i, args.rate, args.seconds) for i in range(args.deployments)]
         started = time.perf_counter()
-        records = await asyncio.gather(*(launch(remote, cfg, plan, f"bench{i:03d}") for i, plan in enumerate(plans)))
+        records = await asyncio.gather(*(backend.launch(plan, f"bench{i:03d}") for i, plan in enumerate(plans)))
         launch_s = time.perf_counter() - started
         deployments = []
         for i, (plan, record) in enumerate(zip(plans, records, strict=True)):
             dep = Deployment(id=f"bench{i:03d}", host=HOST, model=plan.model, engine="sglang", port=plan.port,
-                             plan=plan, state="starting", pid=record.pid, log_path=record.log_path,
-                             log_offset=record.log_offset)
+                             plan=plan, state="starting", handle=record.handle, log_offset=record.log_offset)
             await store.save_deployment(dep)
             deployments.append(dep)
-        floor = start_floor(floor_cfg, [d.log_path or "" for d in deployments], work)
+        floor = start_floor(floor_cfg, [d.handle.log_path if d.handle else "" for d in deployments], work)
         try:
-            return await follow_with_floor(remote, cfg, store, deployments, floor, launch_s, args, listener)
+            return await follow_with_floor(backend, store, deployments, floor, launch_s, args, listener)
         finally:
             if floor.poll() is None:  # an error or an interrupt on the way: the floor goes too
                 floor.kill()
@@ -163,12 +163,12 @@ async def follow_all(cfg: HostConfig, floor_cfg: HostConfig, python: str, args: 
         store.close()
 
 
-async def follow_with_floor(remote: SshRemote, cfg: HostConfig, store: Store, deployments: list[Deployment],
+async def follow_with_floor(backend: ProcessBackend, store: Store, deployments: list[Deployment],
                             floor: subprocess.Popen[str], launch_s: float, args: argparse.Namespace,
                             listener: int) -> dict:
     """Follow every deployment until its engine ends, measuring the bot's CPU and memory meanwhile."""
     threads = [CountingThread() for _ in deployments]
-    followers = [Follower(remote, cfg, store, thread, dep, redact=redact)
+    followers = [Follower(backend, store, thread, dep, redact=redact)
                  for thread, dep in zip(threads, deployments, strict=True)]
     rss_before = rss_mib()
     peak = [rss_before]
@@ -187,8 +187,8 @@ async def follow_with_floor(remote: SshRemote, cfg: HostConfig, store: Store, de
     stop_sampling.set()
     await sampler
     floor_result = stop_floor(floor)
-    written = [count_lines(Path(d.log_path or "")) for d in deployments]
-    sizes = [Path(d.log_path or "").stat().st_size for d in deployments]
+    written = [count_lines(Path(d.handle.log_path if d.handle else "")) for d in deployments]
+    sizes = [Path(d.handle.log_path if d.handle else "").stat().st_size for d in deployments]
     stored = [await store.get_deployment(d.id) for d in deployments]
     return {
         "launch_s": launch_s, "wall_s": wall, "cpu_s": cpu, "host_cpu_s": host_cpu,
@@ -202,7 +202,7 @@ async def follow_with_floor(remote: SshRemote, cfg: HostConfig, store: Store, de
         "omitted": sum(t.omitted for t in threads), "other_events": sorted({k for t in threads for k in t.other}),
         "connects": remote.connects, "round_trips": remote.round_trips, "floor": floor_result,
         "profile": profile_text(profiler) if profiler is not None else None,
-        "per_line_us": per_line_costs(Path(deployments[0].log_path or "")),
+        "per_line_us": per_line_costs(Path(deployments[0].handle.log_path if deployments[0].handle else "")),
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -28,7 +28,21 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ProcessBackendSettings(Strict):
+    """`backend: process` (the default): a detached process on the host, over SSH or locally (bot/backends/process.py).
+    Its settings are the host's own (python, log_dir, transport): nothing more to say here yet."""
+
+    kind: Literal["process"] = "process"
+
+
+#: How and where a host's deployments run: one member per backend, chosen by `kind` (app.yaml's `backend:`). A
+#: backend with settings of its own adds its model here and its class to bot/backends/registry.py.
+BackendSettings = Annotated[Union[ProcessBackendSettings], Field(discriminator="kind")]
+
+
 class HostConfig(Strict):
+    #: `backend: process` (default), or a mapping `backend: {kind: NAME, ...its settings}`.
+    backend: BackendSettings = Field(default_factory=ProcessBackendSettings)
     address: str = "127.0.0.1"
     port: int = Field(default=22, ge=1, le=65535)
     user: str | None = None
@@ -51,6 +65,12 @@ class HostConfig(Strict):
     #: The bind address the server is given (`--host`); the endpoint posted uses `address`.
     bind: str = "0.0.0.0"
     connect_timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend_by_name(cls, value: Any) -> Any:
+        """`backend: process` is short for `backend: {kind: process}`."""
+        return {"kind": value} if isinstance(value, str) else value
 
     @field_validator("models")
     @classmethod

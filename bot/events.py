@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Protocol, Union
 
 from pydantic import Field
 
+from bot.handles import DeploymentHandle
 from bot.models import DeployRequest, Diagnosis, Frozen, HostFacts, LaunchPlan, ParseError, PlanFailure
 
 Step = Literal["parse", "probe", "plan", "approve", "launch", "ready", "stop"]
@@ -45,8 +46,7 @@ class PlanRejected(Frozen):
 class Launched(Frozen):
     kind: Literal["launched"] = "launched"
     deployment_id: str
-    pid: int
-    log_path: str
+    handle: DeploymentHandle  # surfaces show handle.label ("PID 4242") and handle.log_path
     already_running: bool = False  # the launch record said it was launched before: nothing new started
 
 

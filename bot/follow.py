@@ -1,6 +1,7 @@
-"""Follow a deployment: one long-running stream (the follow agent) -> excerpts, ready, crash.
+"""Follow a deployment: one long-running stream (its backend's `watch`) -> excerpts, ready, crash.
 
-The stream carries log lines with their byte offsets, health changes and the engine's exit. The follower batches
+The stream carries log lines with their byte offsets, health changes, queue states and the engine's exit
+(bot/backends/base.py); the follower knows no PIDs and no paths, only the handle it gives back. It batches
 lines into short excerpts, reads healthy-path events (weights loaded, KV cache, ready, decode stats), decides
 ready (the health endpoint answers 200 and the engine said it is ready) or crashed (the process is gone), and keeps
 the byte offset in the store so that a restarted bot resumes exactly where it stopped.
@@ -10,7 +11,6 @@ If the link to the host drops, it reconnects with backoff and resumes from the l
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -18,14 +18,12 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.config import HostConfig
+from bot.backends.base import Backend, Exited, Health, LogLine, Queued, WatchEvent
 from bot.events import LogExcerpt, Info, Thread
 from bot.logevents import DecodeStats, KvCacheAllocated, LogReader, ServerReady
 from bot.models import Deployment
-from bot.probe import agent_source
-from bot.remote import Remote, RemoteError
+from bot.remote import RemoteError
 from bot.store import Store
-from bot.tail import TAIL_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +71,7 @@ class ExcerptBatcher:
 class Follower:
     def __init__(
         self,
-        remote: Remote,
-        host: HostConfig,
+        backend: Backend,
         store: Store,
         thread: Thread,
         deployment: Deployment,
@@ -86,8 +83,7 @@ class Follower:
         reconnect_attempts: int = 8,
         backoff_max_s: float = 15.0,
     ) -> None:
-        self.remote = remote
-        self.host = host
+        self.backend = backend
         self.store = store
         self.thread = thread
         self.dep = deployment
@@ -103,16 +99,7 @@ class Follower:
         self.kv_tokens: int | None = None
         self.last_decode: DecodeStats | None = None
         self.lines_seen = 0
-
-    def _agent_args(self) -> dict:
-        return {
-            "log_path": self.dep.log_path,
-            "offset": self.dep.log_offset,
-            "pid": self.dep.pid,
-            "exit_path": (self.dep.log_path or "").removesuffix(".log") + ".exit",
-            "port": self.dep.port,
-            "health_path": "/health",
-        }
+        self.queued_reason: str | None = None
 
     async def _flush(self, now: float) -> None:
         excerpt = self.batcher.take(now, self.redact)
@@ -148,30 +135,30 @@ class Follower:
             await asyncio.sleep(min(self.backoff_max_s, 0.5 * 2 ** (failures - 1)))
 
     async def _stream_once(self, *, until_ready: bool, started: float) -> FollowOutcome | None:
-        command = [self.host.python, "-", json.dumps(self._agent_args())]
-        # aclosing: returning at ready must end the agent's stream now, not whenever the generator is collected.
-        async with aclosing(self.remote.stream(command, input=agent_source("follow_agent"))) as stream:
+        assert self.dep.handle is not None, "a deployment is followed once launched"
+        # aclosing: returning at ready must end the backend's stream now, not whenever the generator is collected.
+        async with aclosing(self.backend.watch(self.dep.handle, offset=self.dep.log_offset)) as stream:
             return await self._consume(stream, until_ready=until_ready, started=started)
 
-    async def _consume(self, stream: AsyncIterator[str], *, until_ready: bool, started: float) -> FollowOutcome | None:
-        async for raw in stream:
-            try:
-                message = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
+    async def _consume(self, stream: AsyncIterator[WatchEvent], *, until_ready: bool,
+                       started: float) -> FollowOutcome | None:
+        async for event in stream:
             now = time.time()
-            kind = message.get("t")
-            if kind == "log":
-                self._on_line(message["l"])
-                self.dep.log_offset = int(message["o"])
-            elif kind == "health":
-                if message.get("s") == 200:
+            if isinstance(event, LogLine):
+                self._on_line(event.text)
+                self.dep.log_offset = event.offset
+            elif isinstance(event, Health):
+                if event.status == 200:
                     self.health_ok_since = self.health_ok_since or now
                 else:
                     self.health_ok_since = None
-            elif kind == "exit":
+            elif isinstance(event, Queued):
+                if event.reason != self.queued_reason:
+                    self.queued_reason = event.reason
+                    await self.thread.emit(Info(message=f"queued: {event.reason}", step="launch"))
+            elif isinstance(event, Exited):
                 await self._flush(now)
-                return FollowOutcome(state="crashed", exit_code=message.get("code"), seconds=now - started,
+                return FollowOutcome(state="crashed", exit_code=event.code, seconds=now - started,
                                      kv_tokens=self.kv_tokens, last_decode=self.last_decode,
                                      lines_seen=self.lines_seen)
             if self.batcher.due(now):
@@ -203,26 +190,3 @@ class Follower:
         if self.health_ok_since is None:
             return False
         return self.ready_line_seen or now - self.health_ok_since >= READY_LINE_GRACE_S
-
-
-async def fetch_tail(remote: Remote, log_path: str, max_bytes: int = TAIL_BYTES) -> str:
-    """The bounded end of a log on the host (never the whole file), from a line boundary: one round trip.
-
-    ``tail -c`` starts wherever the byte count falls, often inside a line, and that partial first line can begin
-    inside a token (the whole value nor its prefix is then there for redaction to find). So one byte more than the
-    bound is read: when the file had more than that, the window's first line is cut and is dropped (if the extra
-    byte is the newline, the next line is whole and nothing but it goes).
-    """
-    result = await remote.run(["tail", "-c", str(max_bytes + 1), log_path], timeout=30)
-    return drop_partial_first_line(result.stdout, max_bytes)
-
-
-def drop_partial_first_line(window: str, max_bytes: int) -> str:
-    """``window`` (the last ``max_bytes + 1`` bytes of a file, decoded) without its first line when the file was
-    longer than ``max_bytes``; a window without any newline (one giant line) keeps its last part as it is."""
-    if len(window.encode("utf-8", "surrogatepass")) <= max_bytes:
-        return window  # the whole file
-    newline = window.find("\n")
-    if newline == -1:
-        return window[1:]
-    return window[newline + 1:]

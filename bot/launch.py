@@ -1,22 +1,21 @@
-"""Detached, idempotent launch (and stop) of an engine on a host, through the launch agent: one round trip each."""
+"""Detached, idempotent launch (and stop) of an engine on a host, through the launch agent: one round trip each.
+
+The process backend's calls to the launch agent (bot/backends/process.py); LaunchFailed lives in bot/backends/base.py."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from bot.backends.base import LaunchFailed
 from bot.config import HostConfig
 from bot.models import LaunchPlan
 from bot.probe import run_agent
-from bot.remote import HostUnreachable, Remote, RemoteError
+from bot.remote import HostUnreachable, Remote
 
 #: A launch cut off by the network is retried: safe, because the launch agent is idempotent by deployment id
 #: (a retry that finds the launch record of a first attempt that did get through returns it; nothing starts twice).
 LAUNCH_ATTEMPTS = 3
-
-
-class LaunchFailed(RemoteError):
-    pass
 
 
 class LaunchRecord(BaseModel):

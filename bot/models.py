@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from bot.handles import DeploymentHandle
+
 Action = Literal["start", "stop", "restart", "status", "logs"]
 
 
@@ -356,8 +358,9 @@ class Deployment(BaseModel):
     port: int
     plan: LaunchPlan
     state: DeploymentState = "planned"
-    pid: int | None = None
-    log_path: str | None = None
+    #: Where it runs, as its backend named it (None until launched): a detached process, a Slurm job...
+    handle: DeploymentHandle | None = None
+    #: How far its log was read and posted (a restarted bot resumes the backend's watch there).
     log_offset: int = 0
     requested_by: str | None = None
     channel: str | None = None

@@ -15,6 +15,8 @@ from datetime import datetime, timedelta, timezone
 from collections.abc import Awaitable
 from typing import Literal, Protocol, TypeVar
 
+from bot.backends.base import Backend, LaunchFailed
+from bot.backends.registry import BackendPool
 from bot.config import AppConfig, HostConfig, Secrets
 from bot.diagnose.runner import DiagnosisRunner
 from bot.discovery import Discovery, parse_resolving
@@ -36,10 +38,9 @@ from bot.events import (
     Stopped,
     Thread,
 )
-from bot.follow import Follower, fetch_tail
+from bot.follow import Follower
 from bot.engine_figures import figures_line, ready_figures
 from bot.engine_watch import watch_engine
-from bot.launch import LaunchFailed, launch, stop
 from bot.mentions import mention, plain
 from bot.models import (
     GIB,
@@ -52,11 +53,11 @@ from bot.models import (
     PlanOverrides,
     utcnow,
 )
-from bot.probe import fetch_engine_help, probe
 from bot.redact import redact
 from bot.remote import HostUnreachable, RemoteError, RemotePool
 from bot.request import Inventory
 from bot.store import Store
+from bot.tail import TAIL_BYTES
 from planners.plan import choose_host, make_plan
 
 log = logging.getLogger(__name__)
@@ -111,11 +112,14 @@ class Pipeline:
         remotes: RemotePool | None = None,
         approver: InteractiveApprover | None = None,
         diagnoser: DiagnosisRunner | None = None,
+        backends: BackendPool | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.secrets = secrets or Secrets()
         self.remotes = remotes or RemotePool(config.hosts)
+        #: Where each host's deployments run (app.yaml `backend:`): probe, launch, watch, stop, tail go through it.
+        self.backends = backends or BackendPool(config.hosts, self.remotes)
         self.approver = approver
         self.discovery = Discovery(config, store, self.remotes)
         #: Diagnosis runs off the event loop under a deadline (bot/diagnose/runner.py).
@@ -145,9 +149,12 @@ class Pipeline:
     def host_config(self, host: str) -> HostConfig:
         return self.config.hosts[host]
 
+    def backend(self, host: str) -> Backend:
+        return self.backends.get(host)
+
     async def _probe(self, host: str, thread: Thread, model: str | None) -> HostFacts:
         started = time.perf_counter()
-        facts = await probe(self.remotes.get(host), host, self.host_config(host), model=model)
+        facts = await self.backend(host).probe(model=model)
         facts = await self._with_engine_help(host, facts)
         await self.discovery.record(facts)
         await thread.emit(Probed(facts=facts, seconds=time.perf_counter() - started))
@@ -166,7 +173,7 @@ class Pipeline:
             else:
                 missing.append(name)
         if missing:
-            fetched = await fetch_engine_help(self.remotes.get(host), self.host_config(host), missing)
+            fetched = await self.backend(host).engine_help(missing)
             for name, text in fetched.items():
                 version = facts.engines[name].version
                 if text and version:
@@ -337,9 +344,8 @@ class Pipeline:
                              channel=who.channel, thread_ts=who.thread_ts)
             # Recorded before the launch: a bot killed mid-launch finds it and checks the host's launch record.
             await self.store.save_deployment(dep)
-            remote = self.remotes.get(plan.host)
             try:
-                record = await launch(remote, self.host_config(plan.host), plan, dep.id)
+                launched = await self.backend(plan.host).launch(plan, dep.id)
             except HostUnreachable as exc:
                 # We cannot know whether the launch got through: the deployment stays "launching", and
                 # `resume` (or the bot's restart) asks the host's launch record before anything starts again.
@@ -357,14 +363,14 @@ class Pipeline:
                 await self.store.audit("launch", actor=who.user, host=plan.host, deployment_id=dep.id,
                                        result="failed", detail=str(exc))
                 return Outcome("failed", dep, str(exc))
-            dep.pid, dep.log_path, dep.state = record.pid, record.log_path, "starting"
-            if not record.already_launched:
-                dep.log_offset = record.log_offset
+            dep.handle, dep.state = launched.handle, "starting"
+            if not launched.already_launched:
+                dep.log_offset = launched.log_offset
             await self.store.save_deployment(dep)
         await self.store.audit("launch", actor=who.user, host=plan.host, deployment_id=dep.id, result="launched",
-                               detail=f"pid {record.pid}: {' '.join(plan.argv)}")
-        await thread.emit(Launched(deployment_id=dep.id, pid=record.pid, log_path=record.log_path,
-                                   already_running=record.already_launched))
+                               detail=f"{launched.handle.label}: {' '.join(plan.argv)}")
+        await thread.emit(Launched(deployment_id=dep.id, handle=launched.handle,
+                                   already_running=launched.already_launched))
         return await self.follow(dep, thread, until_ready=until_ready, facts=facts)
 
     async def _conflicting(self, plan: LaunchPlan) -> str | None:
@@ -390,7 +396,7 @@ class Pipeline:
     async def _follow(self, dep: Deployment, thread: Thread, *, until_ready: bool,
                       facts: HostFacts | None) -> Outcome:
         slack = self.config.slack
-        follower = Follower(self.remotes.get(dep.host), self.host_config(dep.host), self.store, thread, dep,
+        follower = Follower(self.backend(dep.host), self.store, thread, dep,
                             redact=self.redact, excerpt_interval_s=slack.excerpt_interval_s,
                             excerpt_max_lines=slack.excerpt_max_lines,
                             ready_timeout_s=self.config.policy.ready_timeout_s)
@@ -435,7 +441,7 @@ class Pipeline:
     async def _measured(self, dep: Deployment) -> str | None:
         """Predicted vs measured GPU memory once ready (one probe round trip)."""
         try:
-            facts = await probe(self.remotes.get(dep.host), dep.host, self.host_config(dep.host))
+            facts = await self.backend(dep.host).probe()
         except RemoteError:
             return None
         used = [g.memory_used_bytes for g in facts.gpus if g.index in dep.plan.gpus]
@@ -450,9 +456,9 @@ class Pipeline:
         dep.state, dep.exit_code = "crashed", exit_code
         dep.log_offset = (await self.store.get_deployment(dep.id) or dep).log_offset
         tail = ""
-        if dep.log_path:
+        if dep.handle is not None:
             try:
-                tail = await fetch_tail(self.remotes.get(dep.host), dep.log_path)
+                tail = await self.backend(dep.host).tail(dep.handle, TAIL_BYTES)
             except RemoteError:
                 tail = ""
         tail = self.redact(tail)
@@ -475,7 +481,7 @@ class Pipeline:
         overrides = _merge_overrides(dep.plan.overrides, dep.diagnosis.fix.overrides)
         request = _request_of(dep.plan)
         try:
-            facts = await probe(self.remotes.get(dep.host), dep.host, self.host_config(dep.host), model=dep.model)
+            facts = await self.backend(dep.host).probe(model=dep.model)
             facts = await self._with_engine_help(dep.host, facts)
         except RemoteError as exc:
             await thread.emit(Info(message=f"cannot offer the fix now: {exc}"))
@@ -566,23 +572,22 @@ class Pipeline:
         offset saved after the last excerpt posted, so nothing is lost or posted twice; a server that died while
         the bot was away is reported as crashed, with its diagnosis.
         """
-        remote = self.remotes.get(dep.host)
-        if dep.pid is None or dep.log_path is None:
+        if dep.handle is None:
             try:
-                record = await launch(remote, self.host_config(dep.host), dep.plan, dep.id)
+                launched = await self.backend(dep.host).launch(dep.plan, dep.id)
             except (LaunchFailed, RemoteError) as exc:
                 dep.state = "failed"
                 await self.store.save_deployment(dep)
                 await thread.emit(Failed(message=f"resume of {dep.id}: {exc}", step="launch"))
                 return Outcome("failed", dep, str(exc))
-            dep.pid, dep.log_path = record.pid, record.log_path
-            if not record.already_launched:
-                dep.log_offset = record.log_offset
+            dep.handle = launched.handle
+            if not launched.already_launched:
+                dep.log_offset = launched.log_offset
             dep.state = "starting"
             await self.store.save_deployment(dep)
-            await thread.emit(Launched(deployment_id=dep.id, pid=record.pid, log_path=record.log_path,
-                                       already_running=record.already_launched))
-        await thread.emit(Info(message=f"resumed following {dep.model} on {dep.host} (PID {dep.pid}) "
+            await thread.emit(Launched(deployment_id=dep.id, handle=launched.handle,
+                                       already_running=launched.already_launched))
+        await thread.emit(Info(message=f"resumed following {dep.model} on {dep.host} ({dep.handle.label}) "
                                        f"from byte {dep.log_offset} of its log"))
         await self.store.audit("resume", host=dep.host, deployment_id=dep.id, result=dep.state)
         return await self.follow(dep, thread, until_ready=until_ready)
@@ -623,7 +628,7 @@ class Pipeline:
         if request.host is None:
             return []
         try:
-            facts = await probe(self.remotes.get(request.host), request.host, self.host_config(request.host))
+            facts = await self.backend(request.host).probe()
         except RemoteError:
             return []
         lines: dict[int, str] = {}
@@ -638,35 +643,28 @@ class Pipeline:
         return list(lines.values())
 
     async def _stop_one(self, dep: Deployment, thread: Thread, who: Requester) -> Outcome:
-        remote = self.remotes.get(dep.host)
-        host = self.host_config(dep.host)
+        if dep.handle is None:
+            message = (f"{dep.model} on {dep.host}: its launch never answered, so deploybot does not know what runs; "
+                       f"resume it first (deploybot resume) to learn, then stop it")
+            await thread.emit(Stopped(deployment_id=dep.id, message=message))
+            return Outcome("stopped", dep, message)
         previous_state = dep.state
         # Marked first: the follower that sees the process end must know it was asked to.
         await self.store.update_deployment(dep.id, state="stopping")
-        result = await stop(remote, host, key=dep.plan.deployment_key, pid=dep.pid, pgid=None,
-                            grace_s=self.config.policy.stop_grace_s)
-        # Confirm through the probe that the GPU memory was freed and the port closed.
-        facts = await probe(remote, dep.host, host)
-        still_on_gpu = [p for p in facts.gpu_processes if p.pid == dep.pid]
-        port_open = dep.port in facts.listening_ports
-        dep.state = "stopped" if result.stopped else previous_state
+        # The backend confirms the stop (for a process: its PID holds no GPU memory and its port is closed).
+        report = await self.backend(dep.host).stop(dep.handle, grace_s=self.config.policy.stop_grace_s)
+        dep.state = "stopped" if report.stopped else previous_state
         await self.store.update_deployment(dep.id, state=dep.state)
-        if result.stopped and not still_on_gpu and not port_open:
-            how = "killed after the grace period" if result.killed else "stopped cleanly"
-            freed = ", ".join(f"GPU {g.index} {g.memory_used_bytes / GIB:.1f} GiB used" for g in facts.gpus
-                              if g.index in dep.plan.gpus)
-            message = f"{dep.model} on {dep.host} (PID {dep.pid}) {how}; port {dep.port} closed" + (f"; {freed}" if freed else "")
+        if report.confirmed:
+            how = "killed after the grace period" if report.killed else "stopped cleanly"
+            freed = ", ".join(f"GPU {index} {used / GIB:.1f} GiB used" for index, used in report.gpu_used_bytes.items()
+                              if index in dep.plan.gpus)
+            message = (f"{dep.model} on {dep.host} ({dep.handle.label}) {how}; port {dep.port} closed"
+                       + (f"; {freed}" if freed else ""))
         else:
-            holders = []
-            if not result.stopped:
-                holders.append(result.message or f"PID {dep.pid} still alive")
-            if still_on_gpu:
-                holders.append(f"PID {dep.pid} still holds GPU memory")
-            if port_open:
-                holders.append(f"port {dep.port} is still open")
-            message = f"{dep.model} on {dep.host}: stop incomplete: " + "; ".join(holders)
+            message = f"{dep.model} on {dep.host}: stop incomplete: " + "; ".join(report.holders)
         await self.store.audit("stop", actor=who.user, host=dep.host, deployment_id=dep.id,
-                               result="stopped" if result.stopped else "incomplete", detail=message)
+                               result="stopped" if report.stopped else "incomplete", detail=message)
         await thread.emit(Stopped(deployment_id=dep.id, message=message))
         return Outcome("stopped", dep, message)
 
@@ -715,7 +713,7 @@ class Pipeline:
         actives = {h: await self.store.active_deployments(h) for h in hosts}
         # The engines' own /metrics are read while the hosts are probed (both one round trip per host).
         results, live = await asyncio.gather(
-            asyncio.gather(*(probe(self.remotes.get(h), h, self.host_config(h)) for h in hosts), return_exceptions=True),
+            asyncio.gather(*(self.backend(h).probe() for h in hosts), return_exceptions=True),
             asyncio.gather(*(ready_figures(self.remotes.get(h), self.host_config(h).python, actives[h]) for h in hosts)))
         figures = {dep_id: f for per_host in live for dep_id, f in per_host.items()}
         lines: list[str] = []
@@ -731,13 +729,13 @@ class Pipeline:
                 gpu_list = dep.plan.gpus
                 span = f"{gpu_list[0]}-{gpu_list[-1]}" if len(gpu_list) > 1 else str(gpu_list[0]) if gpu_list else "?"
                 by = mention(dep.requested_by) if dep.requested_by else "the terminal"
-                lines.append(f"  {name} GPU {span}: {dep.model} ({dep.state}, port {dep.port}, PID {dep.pid}), "
+                where = f", {dep.handle.label}" if dep.handle else ""
+                lines.append(f"  {name} GPU {span}: {dep.model} ({dep.state}, port {dep.port}{where}), "
                              f"started by {by} {_age(dep.created_at)} ago")
                 if dep.id in figures:
                     lines.append(f"    {figures_line(figures[dep.id])}")
-            known = {d.pid for d in active}
             for proc in facts.gpu_processes:
-                if proc.pid in known:
+                if any(d.handle is not None and d.handle.holds_process(proc.pid) for d in active):
                     continue
                 what = f"{proc.server.engine} {proc.server.model_path} port {proc.server.port}" if proc.server else (proc.name or "process")
                 lines.append(f"  GPU {proc.gpu_index}: PID {proc.pid} {what} (user {proc.user or '?'}, not started by deploybot)")
@@ -751,10 +749,10 @@ class Pipeline:
             await thread.emit(Info(message="no deployment found for that"))
             return Outcome("done")
         dep = targets[-1]
-        if not dep.log_path:
+        if dep.handle is None:
             await thread.emit(Info(message=f"{dep.model} has no log yet"))
             return Outcome("done")
-        tail = self.redact(await fetch_tail(self.remotes.get(dep.host), dep.log_path, 64 * 1024)).splitlines()
+        tail = self.redact(await self.backend(dep.host).tail(dep.handle, 64 * 1024)).splitlines()
         await thread.emit(LogExcerpt(lines=tail[-lines:], omitted=max(0, len(tail) - lines)))
         return Outcome("done", dep)
 

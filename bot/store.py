@@ -112,6 +112,33 @@ MIGRATIONS: list[str] = [
         FROM host_models;
     DROP TABLE host_models
     """,
+    # 5: a deployment names where it runs by its backend's handle, no longer by a PID and a log path (issue 15).
+    # Rows of a process launched before keep following it: the handle is what the launch agent recorded (its exit
+    # file next to the log, its key the log's name), so a bot killed before the upgrade resumes what runs.
+    # basename(p) in SQLite: replace(p, rtrim(p, replace(p, '/', '')), '').
+    """
+    UPDATE deployments SET data = json_set(json_remove(data, '$.pid', '$.log_path'), '$.handle', json_object(
+            'kind', 'process',
+            'pid', json_extract(data, '$.pid'),
+            'pgid', NULL,
+            'key', CASE WHEN json_extract(data, '$.log_path') LIKE '%.log'
+                THEN substr(replace(json_extract(data, '$.log_path'),
+                                    rtrim(json_extract(data, '$.log_path'),
+                                          replace(json_extract(data, '$.log_path'), '/', '')), ''),
+                            1, length(replace(json_extract(data, '$.log_path'),
+                                              rtrim(json_extract(data, '$.log_path'),
+                                                    replace(json_extract(data, '$.log_path'), '/', '')), '')) - 4)
+                ELSE NULL END,
+            'log_path', json_extract(data, '$.log_path'),
+            'exit_path', CASE WHEN json_extract(data, '$.log_path') LIKE '%.log'
+                THEN substr(json_extract(data, '$.log_path'), 1, length(json_extract(data, '$.log_path')) - 4)
+                     || '.exit'
+                ELSE NULL END,
+            'port', json_extract(data, '$.port')))
+        WHERE json_extract(data, '$.pid') IS NOT NULL AND json_extract(data, '$.log_path') IS NOT NULL;
+    UPDATE deployments SET data = json_remove(data, '$.pid', '$.log_path')
+        WHERE json_type(data, '$.pid') IS NOT NULL OR json_type(data, '$.log_path') IS NOT NULL
+    """,
 ]
 
 ACTIVE_STATES: tuple[DeploymentState, ...] = ("planned", "launching", "starting", "ready", "stopping")

@@ -70,7 +70,7 @@ class ConsoleThread:
             self._step("approve", f"{event.approval_id} {event.decision} by {event.decided_by or '-'}", "yellow")
         elif isinstance(event, Launched):
             again = " (already launched: nothing new started)" if event.already_running else ""
-            self._step("launch", f"PID {event.pid}, log {event.log_path}{again}")
+            self._step("launch", f"{event.handle.label}, log {event.handle.log_path}{again}")
         elif isinstance(event, LogExcerpt):
             if event.omitted:
                 c.print(f"         [dim]… {event.omitted} lines cut[/]")

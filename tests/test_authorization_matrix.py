@@ -189,7 +189,7 @@ async def test_the_authorization_matrix(make_bot: HarnessFactory) -> None:
                 outcome = await _thread(bot, user, channel, thread_ts, THREAD[action])
             got.setdefault((surface, action), {})[who] = outcome
             # Nothing any of these did stopped the owner's server.
-            assert not process_gone(dep.pid), (surface, action, who)
+            assert not process_gone(dep.handle.pid), (surface, action, who)
             assert bot.store.get_deployment_sync(dep.id).state == "ready", (surface, action, who)
     assert got == EXPECTED
 
@@ -198,7 +198,7 @@ async def test_the_authorization_matrix(make_bot: HarnessFactory) -> None:
     for who in ("owner", "allowed", "stranger", "outsider", "approver"):
         got_clicks["deny"][who] = await _click(bot, who, False, denial_id, denial)
     assert got_clicks == CLICKS
-    assert not process_gone(dep.pid)
+    assert not process_gone(dep.handle.pid)
 
     # The refusals were audited with who asked; no launch but the approved one happened.
     refused = {(r["actor"], r["action"]) for r in bot.store.audit_rows_sync() if r["result"] == "refused"}
@@ -208,7 +208,7 @@ async def test_the_authorization_matrix(make_bot: HarnessFactory) -> None:
     # The owner's own restart and stop run without asking (the relaunch then waits for the margin approval).
     asked_before = sum("Approval needed: restart" in t for t in bot.texts(thread_ts))
     assert await _thread(bot, OWNER, CHANNEL, thread_ts, "restart") == "runs"
-    await bot.wait(lambda: process_gone(dep.pid), "the owner's restart stopped the server")
+    await bot.wait(lambda: process_gone(dep.handle.pid), "the owner's restart stopped the server")
     assert sum("Approval needed: restart" in t for t in bot.texts(thread_ts)) == asked_before
     # The restarts that others asked for are restarts awaiting approval, not stops done behind the owner's back.
     asks = [r["actor"] for r in bot.store.audit_rows_sync() if r["action"] == "request_stop"]

@@ -79,4 +79,7 @@ def test_fresh_split_reads_the_whole_folder() -> None:
     assert len(entries) == len(FRESH) > 0
     assert all(name.startswith("fresh/") and entry["split"] == "fresh" for name, entry in entries)
     assert {entry["engine"] for _, entry in entries} == {"sglang", "vllm"}, "both engines are represented"
-    assert any(entry["category"] == "none" for _, entry in entries), "healthy start-ups are in the set"
+    crashes = sum(entry["category"] != "none" for _, entry in entries)
+    # floors, not exact counts: the set may grow, but losing files by accident must show (PROVENANCE.md has the counts)
+    assert crashes >= 25 and len(entries) - crashes >= 10, "the fresh set lost entries"
+    assert len({entry["category"] for _, entry in entries}) >= 12, "the set spans most taxonomy categories"

@@ -102,13 +102,13 @@ async def test_a_hugging_face_cache_model_is_found_and_launched_from_its_snapsho
         plan = thread.of(Planned)[0].plan
         assert plan.model_path == str(snapshot)
         launched = thread.of(Launched)[0]
-        argv = _cmdline(launched.pid)
+        argv = _cmdline(launched.handle.pid)
         assert str(snapshot) in argv, shlex.join(argv)  # the engine reads the snapshot folder, not a repo id
         assert plan.weights_bytes > 15 * 1024**3  # sized from the snapshot's index and its blobs
     finally:
         if thread.of(Launched):
             await pipeline.handle_text("stop Qwen3-8B on CT129", RecordingThread(), Requester(user="U1"))
-            assert not pid_alive(thread.of(Launched)[0].pid)
+            assert not pid_alive(thread.of(Launched)[0].handle.pid)
         await pipeline.close()
 
 

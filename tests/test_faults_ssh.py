@@ -98,7 +98,7 @@ def test_bot_sigkilled_while_following_resumes_without_losing_or_repeating_lines
             bot.kill()
     store = Store(db)
     (dep,) = asyncio.run(store.active_deployments("CT129"))
-    assert dep.state == "ready" and pid_alive(dep.pid)  # the server is detached: the bot's death did not touch it
+    assert dep.state == "ready" and pid_alive(dep.handle.pid)  # the server is detached: the bot's death did not touch it
     with open(out2, "w") as handle:
         resumed = cli(config, db, "resume", stdout=handle)
     try:
@@ -110,9 +110,9 @@ def test_bot_sigkilled_while_following_resumes_without_losing_or_repeating_lines
     finally:
         if resumed.poll() is None:
             resumed.kill()
-    assert not pid_alive(dep.pid)
+    assert not pid_alive(dep.handle.pid)
     seen = printed_log_lines(out1.read_text()) + printed_log_lines(out2.read_text())
-    assert seen == log_lines(dep.log_path)  # every line once, in order, across the kill
+    assert seen == log_lines(dep.handle.log_path)  # every line once, in order, across the kill
     assert (asyncio.run(store.get_deployment(dep.id))).state == "stopped"
     store.close()
 
@@ -125,8 +125,8 @@ def test_server_that_died_while_the_bot_was_away_is_reported_crashed_on_resume(s
     assert bot.wait(timeout=60) == 0, bot.stdout.read().decode()
     store = Store(db)
     (dep,) = asyncio.run(store.active_deployments("CT129"))
-    os.kill(dep.pid, signal.SIGKILL)  # the host's OOM killer, say, while no bot is watching
-    wait_for(lambda: not pid_alive(dep.pid), what="the engine to die")
+    os.kill(dep.handle.pid, signal.SIGKILL)  # the host's OOM killer, say, while no bot is watching
+    wait_for(lambda: not pid_alive(dep.handle.pid), what="the engine to die")
     resumed = cli(config, db, "resume")
     output = resumed.communicate(timeout=60)[0].decode()
     assert resumed.returncode == 1, output
@@ -158,7 +158,7 @@ async def test_host_dropping_mid_follow_reconnects_and_resumes_at_its_offset(ssh
         assert outcome.state == "stopped"
         dep = outcome.deployment
         seen = [line.rstrip() for e in thread.of(LogExcerpt) for line in e.lines]
-        assert seen == log_lines(dep.log_path)  # resumed at the exact byte offset: nothing lost, nothing twice
+        assert seen == log_lines(dep.handle.log_path)  # resumed at the exact byte offset: nothing lost, nothing twice
         assert pipeline.remotes.get("CT129").connects >= 2
         assert len(thread.of(Launched)) == 1
     finally:
@@ -192,7 +192,7 @@ async def test_host_unreachable_at_launch_is_checked_before_anything_is_retried(
         assert "cannot reach" in failed.message and "nothing is launched twice" in failed.message
         assert thread.of(Launched) == [] and simhost.processes() == []
         (dep,) = await store.active_deployments("CT129")
-        assert dep.state == "launching" and dep.pid is None
+        assert dep.state == "launching" and dep.handle is None
         sshd.start()
         resumed_thread = RecordingThread()
         resumed = await pipeline.resume(dep, resumed_thread, until_ready=True)
@@ -201,7 +201,7 @@ async def test_host_unreachable_at_launch_is_checked_before_anything_is_retried(
         # A retried launch of the same deployment finds the host's launch record: nothing starts twice.
         current = await store.get_deployment(dep.id)
         record = await launch(pipeline.remotes.get("CT129"), pipeline.host_config("CT129"), current.plan, dep.id)
-        assert record.already_launched and record.pid == current.pid
+        assert record.already_launched and record.pid == current.handle.pid
         assert len([p for p in simhost.processes() if pid_alive(p)]) == len(simhost.processes())
         await pipeline.handle_text("stop Qwen3.6-27B on CT129", RecordingThread(), Requester(user="U1"))
     finally:

@@ -95,7 +95,7 @@ async def test_counters_and_histograms_move_with_a_deployment_and_its_crash(bot:
     assert value(ready, "deploybot_event_loop_lag_seconds_count", loop="slack") >= 0
 
     # The server dies under the bot: told in its thread as a crash, with a category.
-    os.kill(dep.pid, signal.SIGKILL)
+    os.kill(dep.handle.pid, signal.SIGKILL)
     await bot.wait(lambda: any(t.startswith("Diagnosis:") for t in bot.texts(thread_ts)), "the crash diagnosis")
     await bot.wait(lambda: bot.store.get_deployment_sync(dep.id).state == "crashed", "the crash recorded")
     category = bot.store.get_deployment_sync(dep.id).diagnosis.category

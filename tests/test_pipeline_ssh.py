@@ -68,7 +68,7 @@ async def test_healthy_launch_over_ssh_reaches_ready_then_stops(sshd, simhost, t
         facts = thread.of(Probed)[0].facts
         assert facts.gpu_source == "nvidia-smi" and len(facts.gpus) == 2
         launched = thread.of(Launched)[0]
-        assert pid_alive(launched.pid)
+        assert pid_alive(launched.handle.pid)
         excerpt_lines = [line for e in thread.of(LogExcerpt) for line in e.lines]
         assert any("Load weight" in line or "KV Cache" in line or "server_args" in line for line in excerpt_lines)
         ready = thread.of(Ready)[0]
@@ -76,7 +76,7 @@ async def test_healthy_launch_over_ssh_reaches_ready_then_stops(sshd, simhost, t
         assert ready.measured and "measured" in ready.measured
         dep = outcome.deployment
         stored = await store.get_deployment(dep.id)
-        assert stored.state == "ready" and stored.pid == launched.pid and stored.log_offset > 0
+        assert stored.state == "ready" and stored.handle.pid == launched.handle.pid and stored.log_offset > 0
         remote = pipeline.remotes.get("CT129")
         print(f"\nask->PID over sshd: {thread.times['launched']:.2f} s; ask->ready: {thread.times['ready']:.2f} s; "
               f"SSH round trips: {remote.round_trips} (connections: {remote.connects})")
@@ -84,7 +84,7 @@ async def test_healthy_launch_over_ssh_reaches_ready_then_stops(sshd, simhost, t
         assert "Accepted publickey" in sshd.log()  # it really went through sshd
         stop = await pipeline.handle_text("stop Qwen3.6-27B on CT129", RecordingThread(), Requester(user="U1"))
         assert stop.state == "stopped" and "port" in stop.message and "closed" in stop.message
-        assert not pid_alive(launched.pid)
+        assert not pid_alive(launched.handle.pid)
         assert (await store.get_deployment(dep.id)).state == "stopped"
     finally:
         await pipeline.close()
@@ -102,7 +102,7 @@ async def test_crash_over_ssh_is_diagnosed_with_the_decisive_line(sshd, simhost,
         assert outcome.state == "crashed"
         launched = thread.of(Launched)[0]
         crashed = thread.of(Crashed)[0]
-        assert crashed.exit_code == 1 and not pid_alive(launched.pid)
+        assert crashed.exit_code == 1 and not pid_alive(launched.handle.pid)
         diagnosis = thread.of(Diagnosed)[0].diagnosis
         assert diagnosis.category == "kv_cache_insufficient"
         assert any("out of memory" in e.text.lower() for e in diagnosis.evidence)

@@ -29,9 +29,10 @@ from bot.mentions import mention, mention_channel
 from bot.models import Deployment
 from bot.simhost import SimHost, build_sim_host
 from bot.store import Store
-from handlers.slack.app import EVENTS_PATH, parse_thread_command
+from handlers.slack.app import EVENTS_PATH
 from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
 from handlers.slack.blocks.mrkdwn import escape_keeping_mentions
+from handlers.slack.commands import parse_thread_command
 from handlers.slack.serve import SlackService, serve
 from tests import slack_signing
 from tests.fakeslack import BOT_ID, BOT_USER_ID, FakeSlack, Message
@@ -193,7 +194,7 @@ def stop_servers(sim: SimHost, deployments: list[Deployment]) -> None:
             groups.add(int(json.loads(record.read_text())["pgid"]))
         except (ValueError, KeyError, TypeError):
             continue
-    pids = {d.pid for d in deployments if d.pid}
+    pids = {d.handle.pid for d in deployments if d.handle}
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for group in groups:
             try:
@@ -300,17 +301,17 @@ async def test_slash_command_acks_at_once_then_tells_the_story_in_one_thread(bot
     assert order == sorted(order), order
 
     [dep] = bot.deployments()
-    assert dep.state == "ready" and dep.pid
+    assert dep.state == "ready" and dep.handle.pid
     assert (dep.channel, dep.thread_ts, dep.status_ts) == (CHANNEL, thread_ts, status.ts)
-    assert f"PID {dep.pid}" in blocks_text(status)
+    assert f"PID {dep.handle.pid}" in blocks_text(status)
     ready = next(t for t in bot.texts(thread_ts) if t.startswith("✅ ready at"))
     assert f"http://127.0.0.1:{dep.port}" in ready
-    assert not process_gone(dep.pid) and not port_closed(dep.port)
+    assert not process_gone(dep.handle.pid) and not port_closed(dep.port)
 
     # The ack came back before the pipeline got as far as the launch: the work runs after the ack.
-    launched = next(c for c in updates if f"PID {dep.pid}" in json.dumps(c.args["blocks"]))
+    launched = next(c for c in updates if f"PID {dep.handle.pid}" in json.dumps(c.args["blocks"]))
     assert answer.at < launched.at
-    assert [r["detail"].startswith(f"pid {dep.pid}") for r in bot.launches()] == [True]
+    assert [r["detail"].startswith(f"PID {dep.handle.pid}:") for r in bot.launches()] == [True]
 
 
 async def test_help_and_parse_errors_answer_ephemerally_and_change_nothing(bot: Harness) -> None:
@@ -383,12 +384,12 @@ async def test_thread_replies_status_logs_help_and_stop(bot: Harness) -> None:
 
     assert (await bot.reply("status", thread_ts)).status == 200
     status = await bot.wait_reply(thread_ts, "ℹ️ sim:")
-    assert f"{MODEL} (ready, port {dep.port}, PID {dep.pid})" in status.text
+    assert f"{MODEL} (ready, port {dep.port}, PID {dep.handle.pid})" in status.text
 
     await bot.reply("logs 5", thread_ts)
     logs = await bot.wait_reply(thread_ts, "log: 5 lines")
     shown = next(b["text"]["text"] for b in logs.blocks if b["type"] == "section").strip("`\n").splitlines()
-    log_lines = Path(dep.log_path).read_text().splitlines()
+    log_lines = Path(dep.handle.log_path).read_text().splitlines()
     assert len(shown) == 5 and all(line in log_lines for line in shown)
 
     await bot.reply("help", thread_ts)
@@ -406,12 +407,12 @@ async def test_thread_replies_status_logs_help_and_stop(bot: Harness) -> None:
     assert (await bot.reply("could you stop and check the logs please", thread_ts)).status == 200
     await asyncio.sleep(0.5)
     assert len(bot.replies(thread_ts)) == before
-    assert bot.store.deployments_sync()[0].state == "ready" and not process_gone(dep.pid)
+    assert bot.store.deployments_sync()[0].state == "ready" and not process_gone(dep.handle.pid)
 
     await bot.reply("stop", thread_ts)
     stopped = await bot.wait_reply(thread_ts, "⏹️")
-    assert f"(PID {dep.pid}) stopped cleanly; port {dep.port} closed" in stopped.text
-    assert process_gone(dep.pid) and port_closed(dep.port)
+    assert f"(PID {dep.handle.pid}) stopped cleanly; port {dep.port} closed" in stopped.text
+    assert process_gone(dep.handle.pid) and port_closed(dep.port)
     assert bot.store.deployments_sync()[0].state == "stopped"
     # The deployment's own status message shows the stop too (its follower saw the server end on request).
     await bot.wait(lambda: "✅ *stop*" in blocks_text(status_message(bot, thread_ts)), "the stop on the board")
@@ -424,7 +425,7 @@ async def test_restart_in_the_thread_relaunches_with_the_same_plan(bot: Harness)
     await bot.reply("restart", thread_ts)
     await bot.wait(lambda: sum(t.startswith("✅ ready at") for t in bot.texts(thread_ts)) == 2, "the second ready")
     old, new = bot.deployments()
-    assert old.id == first.id and old.state == "stopped" and process_gone(first.pid)
+    assert old.id == first.id and old.state == "stopped" and process_gone(first.handle.pid)
     assert new.state == "ready" and new.thread_ts == thread_ts and new.plan.argv == first.plan.argv
     assert new.status_ts not in (None, first.status_ts)  # a new deployment, its own status message
     assert "✅ *stop*" in blocks_text(bot.slack.message(CHANNEL, new.status_ts))
@@ -440,7 +441,7 @@ async def test_thread_replies_obey_the_hosts_allowed_users(make_bot: HarnessFact
     assert refusal.args["user"] == BYSTANDER and refusal.args["thread_ts"] == thread_ts
     assert "not allowed to use sim" in refusal.args["text"]
     [dep] = bot.deployments()
-    assert dep.state == "ready" and not process_gone(dep.pid)
+    assert dep.state == "ready" and not process_gone(dep.handle.pid)
     assert [r["actor"] for r in bot.store.audit_rows_sync() if r["result"] == "refused"] == [BYSTANDER]
 
 
@@ -451,11 +452,11 @@ async def test_stopping_someone_elses_server_waits_for_an_approver(bot: Harness)
     await bot.wait(lambda: any(t.startswith("Approval needed: stop") for t in bot.texts(thread_ts)), "the approval")
     approval = next(m for m in bot.replies(thread_ts) if (m.text or "").startswith("Approval needed: stop"))
     assert f"was started by <@{REQUESTER}>" in blocks_text(approval)
-    assert not process_gone(dep.pid)
+    assert not process_gone(dep.handle.pid)
     approval_id = next(e["value"] for b in approval.blocks if b["type"] == "actions" for e in b["elements"])
     await bot.send(bot.click_request(approval_id, approval, user=APPROVER))
     await bot.wait_reply(thread_ts, "⏹️")
-    assert process_gone(dep.pid) and bot.store.get_deployment_sync(dep.id).state == "stopped"
+    assert process_gone(dep.handle.pid) and bot.store.get_deployment_sync(dep.id).state == "stopped"
     assert "Approved by" in blocks_text(bot.slack.message(CHANNEL, approval.ts))
 
 
@@ -468,7 +469,7 @@ async def test_app_home_shows_the_host_and_running_deployments(bot: Harness) -> 
     assert published.args["user_id"] == APPROVER
     view = json.dumps(published.args["view"], ensure_ascii=False)
     assert HOST in view and "2 GPUs" in view and "NVIDIA RTX A6000" in view
-    assert MODEL in view and f"PID {dep.pid}" in view and f"http://127.0.0.1:{dep.port}" in view
+    assert MODEL in view and f"PID {dep.handle.pid}" in view and f"http://127.0.0.1:{dep.port}" in view
     assert f"/archives/{CHANNEL}/p{thread_ts.replace('.', '')}" in view  # a link to the deployment's thread
 
 
@@ -505,7 +506,7 @@ async def test_serve_resumes_active_deployments_in_their_own_threads(tmp_path: P
                 await asyncio.sleep(0.1)
         assert answer.status == 200
         await first.wait_reply(thread_ts, "⏹️")
-        assert process_gone(dep.pid) and port_closed(dep.port)
+        assert process_gone(dep.handle.pid) and port_closed(dep.port)
         # Still ONE parent and the same status message: the restart did not start a new story.
         assert len(first.parents()) == 1
         assert first.store.get_deployment_sync(dep.id).status_ts == status_ts

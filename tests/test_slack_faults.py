@@ -151,10 +151,10 @@ async def test_a_crash_is_diagnosed_and_its_fix_relaunches_once_when_an_approver
     assert len([c for c in bot.slack.ok_calls("chat.update") if c.args["ts"] == approval.ts]) == 1
     old, new = bot.deployments()
     assert old.state == "crashed" and new.state == "ready" and new.thread_ts == thread_ts
-    assert "--cuda-graph-max-bs" in new.plan.argv and not process_gone(new.pid)
+    assert "--cuda-graph-max-bs" in new.plan.argv and not process_gone(new.handle.pid)
     # The relaunch has its own status message in the same thread; the crashed one's board still shows the crash.
     assert new.status_ts not in (None, crashed.status_ts)
-    assert f"PID {new.pid}" in blocks_text(bot.slack.message(CHANNEL, new.status_ts))
+    assert f"PID {new.handle.pid}" in blocks_text(bot.slack.message(CHANNEL, new.status_ts))
     assert "the server stopped" in blocks_text(status_message(bot, thread_ts))
     assert len(bot.parents()) == 1
 
@@ -227,7 +227,7 @@ async def test_rate_limited_slack_calls_are_waited_out_and_the_deployment_goes_o
     assert len(limited) == 4
     [dep] = bot.deployments()
     final = blocks_text(status_message(bot, thread_ts))
-    assert f"PID {dep.pid}" in final and "✅ *ready*" in final and "5/5" in final
+    assert f"PID {dep.handle.pid}" in final and "✅ *ready*" in final and "5/5" in final
     assert len(bot.parents()) == 1  # the retried parent message was posted once
 
 
@@ -250,7 +250,7 @@ async def test_a_launch_that_waits_for_approval_goes_on_in_the_status_message_th
     [dep] = bot.deployments()
     assert dep.status_ts == asking.ts  # the same status message went on: approve, launch, ready
     board = blocks_text(bot.slack.message(CHANNEL, asking.ts))
-    assert f"✅ *approve*  approved by <@{APPROVER}>" in board and f"PID {dep.pid}" in board and "✅ *ready*" in board
+    assert f"✅ *approve*  approved by <@{APPROVER}>" in board and f"PID {dep.handle.pid}" in board and "✅ *ready*" in board
     assert len([m for m in bot.replies(thread_ts) if m.ts != asking.ts and "*parse*" in blocks_text(m)]) == 0
     assert len(bot.launches()) == 1
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.handles import ProcessHandle
 from bot.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -71,7 +72,7 @@ async def test_every_event_with_a_hostile_line_is_escaped_in_text_and_blocks(sla
         Parsed(request=request(), note=HOSTILE),
         Probed(facts=facts(), seconds=0.4),
         Planned(plan=plan()),
-        Launched(deployment_id="d1", pid=9, log_path=f"/logs/{HOSTILE}"),
+        Launched(deployment_id="d1", handle=ProcessHandle(pid=9, log_path=f"/logs/{HOSTILE}")),
         LogExcerpt(lines=[HOSTILE, f"INFO {HOSTILE}"]),
         Info(message=HOSTILE, step="launch"),
         Failed(message=HOSTILE, step="launch"),

@@ -11,6 +11,7 @@ import yaml
 from slack_sdk.models.blocks import ActionsBlock, Block
 from slack_sdk.models.views import View
 
+from bot.handles import ProcessHandle
 from bot.events import (
     Crashed,
     Diagnosed,
@@ -90,7 +91,7 @@ def happy_events() -> list:
         Parsed(request=request()),
         Probed(facts=facts(), seconds=1.4),
         Planned(plan=plan()),
-        Launched(deployment_id="d1", pid=4242, log_path="/home/u/deploybot-logs/qwen.log"),
+        Launched(deployment_id="d1", handle=ProcessHandle(pid=4242, log_path="/home/u/deploybot-logs/qwen.log")),
         Ready(endpoint="http://10.0.0.129:30000", seconds=74.2, kv_tokens=412_000),
     ]
 
@@ -187,7 +188,7 @@ def test_status_board_marks_the_step_in_progress_and_the_failure() -> None:
     board.apply(Info(message="waiting for approval by an approver", step="approve"))
     assert [name for name, _ in board.visible()] == ["parse", "probe", "plan", "approve", "launch", "ready"]
     assert board.steps["approve"].status == "running"
-    board.apply(Launched(deployment_id="d1", pid=77, log_path="/tmp/x.log"))
+    board.apply(Launched(deployment_id="d1", handle=ProcessHandle(pid=77, log_path="/tmp/x.log")))
     assert board.steps["approve"].status == "done"  # launching closes the approval step
     board.apply(Crashed(exit_code=1, tail=["CUDA out of memory"]))
     assert board.steps["ready"].status == "failed"
@@ -429,7 +430,7 @@ def test_home_view_shows_gpus_used_and_free_and_thread_links() -> None:
                 memory_free_bytes=48 * GIB - GIB // 4),
     ]
     deployment = DeploymentSummary(
-        id="d1", model="Qwen3-8B", engine="sglang", port=30000, state="ready", pid=4242,
+        id="d1", model="Qwen3-8B", engine="sglang", port=30000, state="ready", where="PID 4242",
         endpoint="http://10.0.0.129:30000", requested_by="U0ALICE",
         thread_url="https://fake.slack.test/archives/C0DEPLOY/p1700000000000100?a=1&b=2",
     )

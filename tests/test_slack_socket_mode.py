@@ -55,10 +55,10 @@ async def test_socket_mode_acks_the_envelope_and_deploys_in_a_thread(tmp_path):
                           "ts": "1800000000.000001", "thread_ts": dep.thread_ts, "channel_type": "channel"}})
             await slack.wait_for(lambda: any("stopped" in m.text for m in slack.messages(CHANNEL)), 60)
             for _ in range(100):
-                if process_gone(dep.pid):
+                if process_gone(dep.handle.pid):
                     break
                 await asyncio.sleep(0.1)
-            assert process_gone(dep.pid)
+            assert process_gone(dep.handle.pid)
         finally:
             await service.stop()
             await asyncio.to_thread(stop_servers, sim, await store.deployments(host=HOST))

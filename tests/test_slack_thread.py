@@ -19,6 +19,7 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.handles import ProcessHandle
 from bot.config import Secrets, SlackConfig
 from bot.events import Crashed, Diagnosed, Failed, Info, Launched, LogExcerpt, Parsed, Planned, Probed, Ready
 from bot.models import Diagnosis, EvidenceLine, Fix, PlanOverrides
@@ -85,7 +86,7 @@ async def test_one_parent_one_status_message_updated_in_place(slack: FakeSlack, 
     thread = new_thread(client, on_ts=keep_ts)
     await thread.start(parent_text("U0ALICE", "Qwen3-8B on CT129 with MTP"))
     for event in [Parsed(request=request()), Probed(facts=facts(), seconds=1.2), Planned(plan=plan()),
-                  Launched(deployment_id="d1", pid=4242, log_path="/logs/qwen.log")]:
+                  Launched(deployment_id="d1", handle=ProcessHandle(pid=4242, log_path="/logs/qwen.log"))]:
         await thread.emit(event)
     for i in range(40):
         await thread.emit(LogExcerpt(lines=[f"[rank0] loading shard {i}/40"]))
@@ -229,7 +230,7 @@ async def test_crash_diagnosis_carries_the_approval_buttons(slack: FakeSlack, cl
 
     thread = new_thread(client, approval_for=approval_for)
     await thread.start("parent")
-    await thread.emit(Launched(deployment_id="d1", pid=9, log_path="/l"))
+    await thread.emit(Launched(deployment_id="d1", handle=ProcessHandle(pid=9, log_path="/l")))
     await thread.emit(Crashed(exit_code=1, tail=["torch.OutOfMemoryError: CUDA out of memory"]))
     diagnosis = Diagnosis(category="cuda_oom", cause="Out of GPU memory",
                           evidence=[EvidenceLine(line=1, text="torch.OutOfMemoryError: CUDA out of memory")],

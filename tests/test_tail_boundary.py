@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Secrets, parse_config
-from bot.follow import drop_partial_first_line, fetch_tail
+from bot.backends.process import drop_partial_first_line, fetch_tail
 from bot.pipeline import Pipeline
 from bot.redact import FRAGMENT_LEN, redact
 from bot.store import Store

@@ -32,6 +32,7 @@ from pathlib import Path
 from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
+from bot.diagnose.areas import error_shaped_end, place
 from bot.diagnose.health import healthy_diagnosis, read_health
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
@@ -276,9 +277,10 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         if health.alive_pos > finding.pos and finding.category != "host_oom_killed":
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
-        finding = unrecognised(lines, exit_code, health, structure)
+        finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
     if finding is None:
         return healthy_diagnosis(lines, health)
+    place(finding, lines, structure)  # an unrecognised crash: where it was raised and what its lines say
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \
             and exit_code != 0:
         finding.confidence = min(finding.confidence, 0.45)

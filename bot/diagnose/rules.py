@@ -289,9 +289,21 @@ SELF_KILL = re.compile(
 
 #: An exception line, for unrecognised crashes (quoted, never dressed up as a known cause).
 GENERIC_ERROR = re.compile(
-    r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Failure|Exit)\b(?::|$)|^Value error, |^AssertionError\b"
+    r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Failure|Exit)\b(?::|$)|^(?:[\w.]+\.)?Exception(?::|$)"
+    r"|^Value error, |^AssertionError\b"
     r"|^(?:CRITICAL|FATAL)\b|^Error: |^ERROR: (?!\s*$)"
 )
+
+#: A line that looks like an error wherever it sits: an exception class anywhere (a traceback squashed onto one line),
+#: a traceback header, "error:" / "Error:" / "ERROR" as a word with a colon or bracket, FAILED, a fatal or an abort,
+#: a glog error line (E1201 12:00:00...), a C assert, a non-zero exit. Bounded, linear-time.
+ERROR_SHAPED = re.compile(
+    r"(?:^|[\s(\[:'\"])(?:[a-z_]\w{0,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception|Failure)\b(?::|\(|\s*$)"
+    r"|(?:^|[\s(\[:'\"])Exception(?::|\(|\s*$)"
+    r"|Traceback \(most recent call last\)|\b(?:error|Error|ERROR)\b ?[:\]]|\bFAILED\b|\bfatal(?: error)?:"
+    r"|\bpanicked at\b|^Aborted\b|core dumped|\bwhat\(\): |Assertion [`'][^\n]{0,300}[`'] failed"
+    r"|^E\d{4} \d\d:\d\d|returned non-zero exit status [1-9]|exit(?:ed)? with (?:code|status) [1-9]"
+    r"|^\s*raise [A-Z]\w{0,60}")
 
 #: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
 #: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this

@@ -28,11 +28,17 @@ from bot.diagnose.locale import ADDRESS_IN_USE, KILLED, NO_MEMORY, NO_SPACE, PER
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 
+#: A port message that goes on to pick another port (or retries) is a notice, not the crash.
+_PORT_RETRY = r(r"\b(?:trying|retrying|will (?:try|use)|another port|next port|instead|fall(?:ing)? back|skipp)")
+
 SIGNAL_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ the OS: a taken port, any port, any locale
     # The localised words are literal and compiled case-sensitively (fast literal scan); the rest ignores case.
+    # Also at WARNING: torch's c10d logs the failed bind as "[W socket.cpp:...] ... failed to bind to [::]:29500
+    # (errno: 98 - Address already in use)" before its error line; a message that goes on to another port is not one.
     Rule("address_in_use", "port_in_use",
-         re.compile(ADDRESS_IN_USE), 80, 0.9, "a port the engine binds is already taken by another process"),
+         re.compile(ADDRESS_IN_USE), 80, 0.9, "a port the engine binds is already taken by another process",
+         any_level=True, exclude=_PORT_RETRY),
     Rule("address_in_use_words", "port_in_use",
          re.compile(r"(?i:address already in use|EADDRINUSE|\[Errno 98\]|errno:? ?98\b"
                     r"|Only one usage of each socket address|\bAddress in use\b"
@@ -40,7 +46,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)"
                     r"|port\w{0,20} at \d{2,5} is not available"
                     r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address))"),
-         80, 0.9, "a port the engine binds is already taken by another process"),
+         80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
+         exclude=_PORT_RETRY),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
     Rule("shell_killed", "host_oom_killed",
          re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1,12}:\s{1,20}\d{1,12}\s{1,40}" + KILLED

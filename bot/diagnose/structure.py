@@ -30,7 +30,7 @@ _CONTEXT = re.compile(r"^During handling of the above exception, another excepti
 _AFTER_FRAMES = re.compile(r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Za-z_]\w{0,80})(?:: ?(.*))?$")
 #: An exception line anywhere: the class name must say it is one.
 _STANDALONE = re.compile(
-    r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure))(?:: ?(.*))?$")
+    r"^((?:[A-Za-z_]\w{0,80}\.){0,8}(?:[A-Z]\w{0,80})?(?:Error|Exception|Exit|Interrupt|Failure))(?:: ?(.*))?$")
 #: An exception pasted as its repr: ValueError("type fp8e4nv not supported in this architecture ...").
 _REPR = re.compile(r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception))\((['\"])(.{0,2000})\2\)$")
 #: How long (lines) frames wait for their exception line while other processes' lines interleave.

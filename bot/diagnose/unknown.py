@@ -11,7 +11,7 @@ import re
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.health import Health
 from bot.diagnose.render import last_line
-from bot.diagnose.rules import FRAMING, GENERIC_ERROR, OPTIONAL_IMPORT, SELF_KILL
+from bot.diagnose.rules import ERROR_SHAPED, FRAMING, GENERIC_ERROR, OPTIONAL_IMPORT, SELF_KILL
 from bot.diagnose.structure import TailStructure
 
 SIGKILL_EXIT_CODES = frozenset({137, -9})
@@ -24,6 +24,14 @@ _BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefin
 #: An import failure logged as a mere warning before a crash.
 _IMPORT_TROUBLE = re.compile(r"Failed to import|ImportError|No module named|cannot open shared object file"
                              r"|undefined symbol", re.IGNORECASE)
+
+#: "Error: ..." at the start of a line logged at INFO / DEBUG / WARNING is a notice ("Error: the tokenizer has no chat
+#: template; using the default"), not an exception line, so never the crash.
+_NOTICE_WORDS = re.compile(r"^(?:Error|ERROR): ")
+
+
+def _notice(line: LogLine) -> bool:
+    return line.level in ("DEBUG", "INFO", "WARNING") and bool(_NOTICE_WORDS.search(line.text))
 
 #: A consequence line that carries the failing process's own error ("Worker failed with error '...'").
 _INNER_ERROR = re.compile(r"failed with error:? '(.+?)'?(?:, please check|$)", re.IGNORECASE)
@@ -81,8 +89,16 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
 def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
                  structure: TailStructure | None = None) -> Finding | None:
     errors = [(pos, line) for pos, line in enumerate(lines)
-              if line.text and not line.code and GENERIC_ERROR.search(line.text) and not FRAMING.search(line.text)]
+              if line.text and not line.code and GENERIC_ERROR.search(line.text) and not FRAMING.search(line.text)
+              and not _notice(line)]
     framing = [(pos, line) for pos, line in enumerate(lines) if line.text and FRAMING.search(line.text)]
+    if framing and not errors:
+        # No exception line, but the tail holds other error-shaped lines (a linker's or compiler's "error:", a C
+        # assert): those are the cause to quote, never "printed above this tail".
+        errors = [(pos, line) for pos, line in enumerate(lines)
+                  if line.text and not line.code and line.level not in ("DEBUG", "INFO")
+                  and ERROR_SHAPED.search(line.text) and not FRAMING.search(line.text)
+                  and not OPTIONAL_IMPORT.search(line.text)]
     self_kill = any(SELF_KILL.search(line.text) for line in lines)
     if errors or framing:
         last = max(pos for pos, _ in errors + framing)

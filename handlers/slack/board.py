@@ -146,9 +146,9 @@ class StatusBoard(BaseModel):
             self._set("plan", "failed", event.failure.reason)
         elif isinstance(event, Launched):
             if event.already_running:
-                text = f"already running as PID {event.pid} (nothing new started)"
+                text = f"already running as {event.handle.label} (nothing new started)"
             else:
-                text = f"PID {event.pid} · log {event.log_path}"
+                text = f"{event.handle.label} · log {event.handle.log_path}"
             self._set("launch", "done", text)
         elif isinstance(event, Ready):
             self._set("ready", "done", ready_text(event))

@@ -40,7 +40,7 @@ async def _deployment_summary(pipeline: Pipeline, client: AsyncWebClient, dep: D
     if dep.state == "ready":
         endpoint = f"http://{pipeline.host_config(dep.host).address}:{dep.port}"
     return DeploymentSummary(id=dep.id, model=dep.model, engine=dep.engine, port=dep.port, state=dep.state,
-                             pid=dep.pid, endpoint=endpoint, requested_by=dep.requested_by,
+                             where=dep.handle.label if dep.handle else None, endpoint=endpoint, requested_by=dep.requested_by,
                              thread_url=await _thread_link(client, dep), live=live)
 
 

@@ -34,7 +34,7 @@ class DeploymentSummary(Frozen):
     engine: EngineName
     port: int
     state: DeploymentState
-    pid: int | None = None
+    where: str | None = None  # the backend's handle label: "PID 4242", "job 1234"
     endpoint: str | None = None
     requested_by: str | None = None
     thread_url: str | None = None  # chat.getPermalink of the deployment's thread
@@ -59,7 +59,7 @@ def _link(url: str | None, label: str) -> str:
     return ""
 
 
-def _hostsection(host: HostSummary) -> str:
+def _host_section(host: HostSummary) -> str:
     title = f"🖥️ *{escape(host.name)}*" + (f"  `{escape(host.address)}`" if host.address else "")
     if host.error:
         return f"{title}\n⚠️ {escape(clip(host.error, 500))}"
@@ -79,14 +79,14 @@ def _hostsection(host: HostSummary) -> str:
     return "\n".join(lines)
 
 
-def _deploymentssection(host: HostSummary) -> str:
+def _deployments_section(host: HostSummary) -> str:
     if not host.deployments:
         return "_no deployments_"
     rows = []
     for dep in host.deployments:
         row = f"• *{escape(dep.model)}* {dep.engine} :{dep.port} — {dep.state}"
-        if dep.pid:
-            row += f" · PID {dep.pid}"
+        if dep.where:
+            row += f" · {escape(dep.where)}"
         if dep.endpoint:
             row += f" · {escape(dep.endpoint)}"
         if dep.requested_by:
@@ -121,7 +121,7 @@ def home_view(hosts: list[HostSummary]) -> View:
     per_host = 3
     room = (MAX_VIEW_BLOCKS - len(blocks) - 1) // per_host
     for host in hosts[:room]:
-        blocks += [DividerBlock(), section(_hostsection(host)), section(_deploymentssection(host))]
+        blocks += [DividerBlock(), section(_host_section(host)), section(_deployments_section(host))]
     if len(hosts) > room:
         blocks.append(context(f"… {plural(len(hosts) - room, 'more host')} not shown"))
     if not hosts:

@@ -1,0 +1,192 @@
+"""A crash no phrase rule knows, placed the way an expert places it: by the package its exception was raised in and
+by the vocabulary of its error lines, never by one message learned from one log.
+
+An expert who meets a new wording still knows where it came from: a traceback whose innermost frames are in
+``flashinfer/jit/`` or ``torch/_inductor/`` is a kernel build; one in ``speculative/`` or ``spec_decode/`` is the
+drafter; ``pynccl`` / ``torch/distributed/`` is multi-GPU communication; a ``ModuleNotFoundError`` is a missing
+package whatever it says; "bind" + "in use" is a port clash on whichever port. Each ``Area`` says this as data:
+where (frame paths, the engines' and their libraries' own source layout: github.com/sgl-project/sglang python/
+sglang/srt, github.com/vllm-project/vllm vllm/, flashinfer, triton, torch), which exception classes, and which
+words of the error lines. ``place(finding, ...)`` scores every area on the unrecognised crash's evidence (the
+exception chain and its innermost frames count most, the last error lines of the tail less) and moves the finding
+into the best one when the evidence is clear (a margin over the next); the verdict stays modest (0.45-0.6) and
+names what it is unsure between. The tail's start-up phase is never evidence here: a phase says when, not why.
+
+``error_shaped_end(lines, health)`` is the other half: a tail that never showed the server alive (no ready, no
+serving line) and whose last lines are error-shaped (an exception anywhere in a line, a traceback, ``error:``,
+``FAILED``, an abort, a non-zero exit) is a crash, never "still starting", even when it is a short fragment with
+no exit code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.diagnose.health import Health
+from bot.diagnose.optional import OPTIONAL_IMPORT
+from bot.diagnose.rules import ERROR_SHAPED
+from bot.diagnose.structure import Frame, RaisedException, TailStructure
+from bot.diagnose.types import Finding, LogLine
+
+_I = re.IGNORECASE
+
+
+@dataclass(frozen=True)
+class Area:
+    category: str
+    cause: str  # "{0}": the decisive line (cut)
+    frames: re.Pattern[str] | None = None  # searched in "path function" of an exception's frames
+    classes: re.Pattern[str] | None = None  # the exception's class name
+    words: re.Pattern[str] | None = None  # searched in the exception messages and error lines
+    kind: str | None = None  # the advice's kind for this category
+
+
+AREAS: tuple[Area, ...] = (
+    Area("jit_compile_failure", "a kernel build (JIT compile) failed: {0}",
+         frames=re.compile(r"flashinfer/jit/|torch/_inductor/|torch/_dynamo/|/triton/(?:compiler|runtime|backends)/"
+                           r"|torch/utils/cpp_extension|deep_gemm/|tvm_ffi/|/jit_kernel/|cutlass|/nvrtc|"
+                           r"cute/|tilelang/|sgl_kernel/jit", _I),
+         classes=re.compile(r"^(?:CompilationError|InductorError|BackendCompilerFailed|PTXASError|NVRTCError"
+                            r"|CalledProcessError|OutOfResources|CompileError|TritonError)$"),
+         words=re.compile(r"\bcompil(?:e|ed|ing|ation|er)\b|\bnvcc\b|\bninja\b|\bptxas\b|\bJIT\b|\bnvrtc\b"
+                          r"|\bbuild(?:ing)? (?:the )?(?:extension|kernel|module)|\bgcc\b|\bg\+\+|\bclang\b"
+                          r"|\bcollect2\b|\bld(?:\.\w{1,8})?: |\binductor\b|\btriton\b|\bcubin\b|\bPTX\b", _I),
+         kind="build"),
+    Area("speculative_config_invalid", "the speculative-decoding (MTP/EAGLE/draft) path failed: {0}",
+         frames=re.compile(r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|medusa|ngram_|"
+                           r"/proposer|spec_utils|/spec_", _I),
+         words=re.compile(r"speculat|\bdraft|\beagle|(?:\b|_)mtp(?:\b|_)|\bnextn|\bmedusa|num_speculative_tokens"
+                          r"|\bspec_(?:decode|config|info|v2)|\bproposer|\bSpecV2|\bspec v2\b", _I)),
+    Area("nccl_error", "multi-GPU communication (NCCL / torch.distributed) failed: {0}",
+         frames=re.compile(r"pynccl|torch/distributed/|device_communicators/|custom_all_reduce|parallel_state\.py"
+                           r"|/distributed/communication_op|nccl", _I),
+         classes=re.compile(r"^(?:DistBackendError|DistNetworkError|DistStoreError|DistError)$"),
+         words=re.compile(r"\bnccl\w{0,20}|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
+                          r"|\bcollective\b|\bc10d\b|\bgloo\b|\brendezvous\b|\bTCPStore\b|\bcuda ?ipc\b"
+                          r"|\bP2P\b|\bpeer access\b", _I),
+         kind="nccl"),
+    Area("missing_dependency", "a package the engine needs is missing or does not import: {0}",
+         classes=re.compile(r"^(?:ModuleNotFoundError|ImportError)$"),
+         words=re.compile(r"No module named|cannot import name|\bis not installed\b|\bplease install\b|\bpip install\b"
+                          r"|undefined symbol|cannot open shared object|requires? the [\w.-]{1,40} (?:package|library)"
+                          r"|\bnot found in your environment\b", _I),
+         kind="module"),
+    Area("port_in_use", "a port the engine binds is taken: {0}",
+         words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"
+                          r"|\bbind\b[^\n]{0,80}\b(?:fail|error|in use|taken)|failed to (?:bind|listen)\b"
+                          r"|\bport\b[^\n]{0,40}\b(?:in use|taken|occupied|not available|unavailable|busy)\b", _I)),
+)
+
+#: How much each kind of evidence weighs: where the exception was raised counts most.
+_INNER_FRAME, _OUTER_FRAME, _CLASS, _MESSAGE, _TAIL_LINE = 3, 2, 3, 2, 1
+#: The best area needs at least this score, and this margin over the next.
+MIN_SCORE, MIN_MARGIN = 3, 2
+#: How many error lines at the end of the tail are read as evidence.
+TAIL_ERRORS = 8
+
+
+#: An exception named inside a line (a traceback pasted onto one line: 'File "...", line 5, in f raise X(...) X: msg').
+_INLINE_EXCEPTION = re.compile(r"(?:^|[\s(\[:'\"])((?:[a-z_]\w{0,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception|Failure))"
+                               r"(?::\s?|\s*$)")
+_INLINE_FRAME = re.compile(r'File "([^"]{1,500})", line \d{1,7}, in (\S{1,200})')
+
+
+def _inline(line: LogLine | None) -> RaisedException | None:
+    """The last exception a line names, with the frames pasted before it on the same line."""
+    if line is None:
+        return None
+    found = list(_INLINE_EXCEPTION.finditer(line.text[:20000]))
+    if not found:
+        return None
+    last = found[-1]
+    frames = [Frame(m.group(1), m.group(2)) for m in _INLINE_FRAME.finditer(line.text[:last.start() + 1])]
+    return RaisedException(last.group(1), line.text[last.end():last.end() + 2000].strip(), -1, frames)
+
+
+def _chain(exc: RaisedException | None) -> list[RaisedException]:
+    out: list[RaisedException] = []
+    while exc is not None and len(out) < 4:
+        out.append(exc)
+        exc = exc.chained_from
+    return out
+
+
+def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> tuple[int, bool]:
+    """(score, whether any of it is where the exception was raised)."""
+    score, placed = 0, False
+    for exc in chain:
+        if area.frames is not None:
+            frames = [f"{frame.path} {frame.function}" for frame in exc.innermost(8)]
+            if any(area.frames.search(text) for text in frames[:3]):
+                score, placed = score + _INNER_FRAME, True
+            elif any(area.frames.search(text) for text in frames[3:]):
+                score, placed = score + _OUTER_FRAME, True
+        if area.classes is not None and area.classes.search(exc.name):
+            score += _CLASS
+        if area.words is not None and area.words.search(exc.message[:2000]):
+            score += _MESSAGE
+    if area.words is not None:
+        score += _TAIL_LINE * min(2, sum(bool(area.words.search(text)) for text in error_lines))
+    return score, placed
+
+
+def _error_lines(finding: Finding, lines: list[LogLine]) -> list[str]:
+    quoted = [line for line in [finding.decisive, *finding.support] if line is not None]
+    end = [line for line in lines[-60:] if line.text and line.level not in ("DEBUG", "INFO") and
+           ERROR_SHAPED.search(line.text)][-TAIL_ERRORS:]
+    seen: list[str] = []
+    for line in quoted + end:
+        if line.text not in seen and not OPTIONAL_IMPORT.search(line.text):
+            seen.append(line.text[:2000])
+    return seen
+
+
+#: "other" findings a native or kernel crash rule made: placed only when the traceback itself was raised in an area
+#: (a CUDA illegal access inside the EAGLE worker is the drafter's crash; a bare segfault stays ``other``).
+NATIVE_KINDS = ("kernel_crash", "segfault")
+
+
+def place(finding: Finding, lines: list[LogLine], structure: TailStructure) -> None:
+    """Move an unrecognised crash (``other``, nothing known) into the area its evidence points at, in place."""
+    if finding.category != "other":
+        return
+    native = finding.kind in NATIVE_KINDS
+    if not native and (finding.rule is not None or finding.kind not in (None, "import_warning")):
+        return
+    exc = structure.exception_at(finding.pos) or structure.last_exception
+    chain = _chain(exc) or [inline for inline in (_inline(finding.decisive),) if inline is not None]
+    error_lines = _error_lines(finding, lines)
+    scores = [_score(area, chain, error_lines) for area in AREAS]
+    ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
+    (best, index), (second, runner_up) = ranked[0], ranked[1]
+    if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):
+        return
+    area = AREAS[index]
+    quoted = finding.decisive.text[:160] if finding.decisive else "?"
+    finding.category, finding.kind = area.category, area.kind
+    finding.cause = area.cause.format(quoted)
+    finding.confidence = 0.6 if best >= 6 else 0.5 if best >= 4 else 0.45
+    finding.rule = f"area:{area.category}"
+    unsure = ["other"] if second < MIN_SCORE else [AREAS[runner_up].category, "other"]
+    finding.alternatives = unsure
+
+
+#: How many of the last lines are read for the error-shaped end.
+END_LINES = 6
+
+
+def error_shaped_end(lines: list[LogLine], health: Health) -> Finding | None:
+    """A tail that never showed the server alive and ends on error-shaped lines: a crash (``other``, its lines
+    quoted), so a short fragment without an exit code is never called healthy."""
+    if health.alive_pos >= 0 or health.http_up is not None or health.listening is not None:
+        return None
+    last = [(pos, line) for pos, line in enumerate(lines) if line.text][-END_LINES:]
+    shaped = [(pos, line) for pos, line in last if line.level not in ("DEBUG", "INFO", "WARNING")
+              and ERROR_SHAPED.search(line.text) and not OPTIONAL_IMPORT.search(line.text)]
+    if not shaped:
+        return None
+    pos, decisive = shaped[-1]
+    return Finding(category="other", confidence=0.3, decisive=decisive, pos=pos,
+                   support=[line for _, line in shaped[-3:-1]],
+                   cause=f"the start-up never reached the server and the log ends on an error: {decisive.text[:160]}")

@@ -1,0 +1,220 @@
+"""The lifecycle every backend passes (bot/backends/base.py): probe, launch -> handle, watch to ready, tail, relaunch
+idempotent, resume after the bot restarts, stop confirmed.
+
+It runs for the process backend over a real sshd (tests/sshd.py) and locally, and for `ScratchBackend` below: a
+backend written for this test that runs the engine another way (no agents on the host: a `sh` supervisor started
+straight from the bot's machine, the log read and /health asked from here). It is registered by one line in
+`BACKENDS`, the way a real one is (bot/backends/registry.py), so the contract shows what adding a backend costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.backends.base import Backend, Exited, Health, Heartbeat, Launch, LogLine, StopReport, WatchEvent
+from bot.backends.registry import BACKENDS, BackendPool
+from bot.config import HostConfig, parse_config
+from bot.handles import Handle, ProcessHandle
+from bot.models import Deployment, DeployRequest, HostFacts, LaunchPlan
+from bot.probe import probe
+from bot.remote import LocalRemote, RemotePool
+from bot.tail import read_tail
+from planners.plan import make_plan
+from tests.procs import pid_alive
+
+MODEL = "Qwen3.6-27B"
+WATCH_TIMEOUT_S = 60.0
+
+
+# ------------------------------------------------------------------------------------------ the scratch backend
+
+
+class ScratchBackend:
+    """A detached engine under a `sh` supervisor on this machine, watched from the bot's side (no follow agent)."""
+
+    kind = "scratch"
+
+    def __init__(self, host: str, config: HostConfig, remotes: RemotePool) -> None:
+        self.host, self.config, self.log_dir = host, config, Path(os.path.expanduser(config.log_dir))
+
+    async def probe(self, *, model: str | None = None) -> HostFacts:
+        return await probe(LocalRemote(self.host), self.host, self.config, model=model)
+
+    async def engine_help(self, engines: list[str]) -> dict[str, str]:
+        return {}
+
+    async def launch(self, plan: LaunchPlan, deployment_id: str) -> Launch:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        key, record = plan.deployment_key, self.log_dir / f"{plan.deployment_key}.scratch.json"
+        if record.exists() and json.loads(record.read_text())["deployment_id"] == deployment_id:
+            handle = ProcessHandle.model_validate_json(json.loads(record.read_text())["handle"])
+            return Launch(handle=handle, already_launched=True, already_running=pid_alive(handle.pid))
+        log, exit_file = self.log_dir / f"{key}.log", self.log_dir / f"{key}.exit"
+        exit_file.unlink(missing_ok=True)
+        with open(log, "ab") as out:
+            offset = out.tell()
+            proc = subprocess.Popen(["sh", "-c", '"$@"; echo $? > "$0"', str(exit_file), *plan.argv],
+                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env={**os.environ, **plan.env}, start_new_session=True)
+        handle = ProcessHandle(pid=proc.pid, pgid=proc.pid, key=key, log_path=str(log), exit_path=str(exit_file),
+                               port=plan.port)
+        record.write_text(json.dumps({"deployment_id": deployment_id, "handle": handle.model_dump_json()}))
+        return Launch(handle=handle, log_offset=offset)
+
+    async def watch(self, handle: Handle, *, offset: int) -> AsyncIterator[WatchEvent]:
+        assert isinstance(handle, ProcessHandle)
+        status, pending = None, b""
+        while True:
+            with open(handle.log_path, "rb") as log:
+                log.seek(offset + len(pending))
+                pending += log.read()
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                offset += len(line) + 1
+                yield LogLine(text=line.decode(errors="replace"), offset=offset)
+            if (now := await asyncio.to_thread(_health, handle.port)) != status:
+                status = now
+                yield Health(status=now)
+            if not pid_alive(handle.pid) and not lines:
+                code = Path(handle.exit_path or "").read_text().strip() if Path(handle.exit_path or "").exists() else ""
+                yield Exited(code=int(code) if code else None)
+                return
+            yield Heartbeat()
+            await asyncio.sleep(0.2)
+
+    async def stop(self, handle: Handle, *, grace_s: float) -> StopReport:
+        assert isinstance(handle, ProcessHandle) and handle.pgid is not None
+        was_running = pid_alive(handle.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(handle.pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while pid_alive(handle.pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        killed = pid_alive(handle.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(handle.pgid, signal.SIGKILL)
+        holders = [f"port {handle.port} is still open"] if await asyncio.to_thread(_health, handle.port) else []
+        return StopReport(stopped=not pid_alive(handle.pid), was_running=was_running, killed=killed, holders=holders)
+
+    async def tail(self, handle: Handle, max_bytes: int) -> str:
+        return read_tail(handle.log_path, max_bytes)
+
+
+def _health(port: int | None) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1.5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+# ------------------------------------------------------------------------------------------ the cases
+
+
+@pytest.fixture(params=["process-ssh", "process-local", "scratch"])
+def case(request, simhost, monkeypatch, tmp_path):
+    """(backend kind, host config) for each backend the contract runs on."""
+    if request.param == "process-ssh":
+        sshd = request.getfixturevalue("sshd")
+        entry = {**simhost.host_config(), **sshd.host_overrides(), "transport": "ssh"}
+    else:
+        entry = simhost.host_config()
+    if request.param == "scratch":
+        monkeypatch.setitem(BACKENDS, "scratch", ScratchBackend)  # the one line that adds a backend
+    config = parse_config({"hosts": {"CT129": entry}, "policy": {"min_margin_gib": 0.5}})
+    return request.param.split("-")[0], config
+
+
+def _backend(kind: str, config, remotes: RemotePool) -> Backend:
+    """The host's backend as the pipeline gets it: the registry's factory for `kind`, through a BackendPool."""
+    return BackendPool(config.hosts, remotes, {"process": BACKENDS[kind]}).get("CT129")
+
+
+async def _watch_until(backend: Backend, handle: Handle, offset: int, done) -> list[WatchEvent]:
+    """The events of one watch from ``offset`` until ``done(events)`` says enough (the stream is then closed)."""
+    events: list[WatchEvent] = []
+
+    async def read() -> None:
+        async with contextlib.aclosing(backend.watch(handle, offset=offset)) as stream:
+            async for event in stream:
+                events.append(event)
+                if done(events):
+                    return
+
+    await asyncio.wait_for(read(), WATCH_TIMEOUT_S)
+    return events
+
+
+def _ready(events: list[WatchEvent]) -> bool:
+    return any(isinstance(e, Health) and e.status == 200 for e in events) and any(
+        isinstance(e, LogLine) and "The server is fired up and ready to roll!" in e.text for e in events)
+
+
+async def test_every_backend_passes_the_same_lifecycle(case, tmp_path):
+    kind, config = case
+    remotes = RemotePool(config.hosts)
+    backend = _backend(kind, config, remotes)
+    assert isinstance(backend, Backend) and backend.host == "CT129"
+    facts = await backend.probe(model=MODEL)
+    assert len(facts.gpus) == 2 and facts.model is not None and facts.model.exists
+    plan = make_plan(DeployRequest(action="start", model=MODEL, host="CT129"), facts, config.hosts["CT129"],
+                     config.policy)
+    assert isinstance(plan, LaunchPlan), plan
+    launch = await backend.launch(plan, "contract1")
+    handle = launch.handle
+    assert not launch.already_launched and handle.label and handle.port == plan.port
+    try:
+        # Watch to ready: the engine's ready line and /health 200, each line with the byte offset after it.
+        events = await _watch_until(backend, handle, launch.log_offset, _ready)
+        lines = [e for e in events if isinstance(e, LogLine)]
+        log_bytes = Path(handle.log_path).read_bytes()  # the simulated host is this machine, over ssh too
+        assert lines[-1].offset <= len(log_bytes)
+        assert log_bytes[launch.log_offset:lines[-1].offset].decode().splitlines() == [e.text for e in lines]
+        assert not any(isinstance(e, Exited) for e in events)
+        # Tail: the end of the same log, from a line boundary.
+        tail = await backend.tail(handle, 4096)
+        assert tail and lines[-1].text in Path(handle.log_path).read_text() and tail.splitlines()[-1].strip()
+        # Relaunch of the same deployment: the same handle, nothing new started.
+        again = await backend.launch(plan, "contract1")
+        assert again.already_launched and again.already_running and again.handle == handle
+        # The bot restarts: a fresh backend, the handle from the store's JSON, the watch resumes at the saved offset.
+        stored = Deployment(id="contract1", host="CT129", model=MODEL, engine=plan.engine, port=plan.port, plan=plan,
+                            handle=handle, log_offset=lines[-1].offset)
+        restored = Deployment.model_validate_json(stored.model_dump_json())
+        assert restored.handle == handle and restored.handle.label == handle.label
+        await remotes.close()
+        remotes = RemotePool(config.hosts)
+        backend = _backend(kind, config, remotes)
+        resumed = await _watch_until(backend, restored.handle, restored.log_offset,
+                                     lambda evs: sum(isinstance(e, LogLine) for e in evs) >= 2)
+        after = [e for e in resumed if isinstance(e, LogLine)]
+        log_bytes = Path(handle.log_path).read_bytes()
+        assert log_bytes[restored.log_offset:after[-1].offset].decode().splitlines() == [e.text for e in after]
+    finally:
+        # Stop, confirmed by the backend; the watch then ends with Exited.
+        report = await backend.stop(handle, grace_s=10)
+        await remotes.close()
+    assert report.stopped and report.was_running and report.confirmed, report
+    remotes = RemotePool(config.hosts)
+    try:
+        ended = await _watch_until(_backend(kind, config, remotes), handle, 0,
+                                   lambda evs: isinstance(evs[-1], Exited))
+    finally:
+        await remotes.close()
+    assert isinstance(ended[-1], Exited)
+    if isinstance(handle, ProcessHandle):
+        assert not pid_alive(handle.pid)

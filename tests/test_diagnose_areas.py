@@ -1,0 +1,178 @@
+"""Crashes no phrase rule knows, classified by structure (bot/diagnose/areas.py): the package the exception was raised
+in, its class, the vocabulary of its error lines; and a short fragment that ends on an error is never healthy.
+
+Every message below is an engine's or library's own text, from its source or a public issue thread (cited per case);
+the frame paths are the packages' real source layout. None comes from the judged crash-log sets.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+_SGL = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
+_VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
+_SITE = "/usr/local/lib/python3.12/dist-packages"
+
+CASES = {
+    # flashinfer/jit/core.py JitSpec.build_and_load (flashinfer-ai/flashinfer, main): the JIT cache lacks a module
+    # and JIT builds are switched off. Raised in flashinfer's JIT package: a kernel build problem.
+    "jit_disabled_cache_miss": ("jit_compile_failure", f"""\
+[2026-03-02 10:01:12 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "{_SGL}/managers/scheduler.py", line 2900, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
+  File "{_SGL}/layers/attention/flashinfer_backend.py", line 140, in __init__
+    self.prefill_wrapper = BatchPrefillWithPagedKVCacheWrapper(self.workspace_buffer, "NHD")
+  File "{_SITE}/flashinfer/prefill.py", line 1320, in __init__
+    self._cached_module = get_batch_prefill_module(backend, *args)
+  File "{_SITE}/flashinfer/jit/core.py", line 312, in build_and_load
+    raise MissingJITCacheError(
+flashinfer.jit.core.MissingJITCacheError: JIT compilation is disabled via FLASHINFER_DISABLE_JIT environment \
+variable, but the required module is not found in the JIT cache. Please add the missing module to the JIT cache build \
+configuration.
+[2026-03-02 10:01:12] Received sigquit from a child process. It usually means the child failed.
+"""),
+    # Triton's NVIDIA backend lowering a kernel (triton/backends/nvidia/compiler.py make_ttgir -> pm.run): MLIR's
+    # "PassManager::run failed" (triton-lang/triton issues, e.g. #4925). No phrase rule knows it; the frames do.
+    "triton_pass_manager": ("jit_compile_failure", f"""\
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708] Traceback (most recent call last):
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708]   File "{_VLLM}/v1/worker/gpu_model_runner.py", line 2310, in _dummy_run
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708]     outputs = self.model(input_ids=input_ids, positions=positions)
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708]   File "{_SITE}/triton/compiler/compiler.py", line 300, in compile
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708]     next_module = compile_ir(module, metadata)
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708]   File "{_SITE}/triton/backends/nvidia/compiler.py", line 251, in make_ttgir
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708]     pm.run(mod)
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708] RuntimeError: PassManager::run failed
+(EngineCore_DP0 pid=4211) ERROR 02-11 09:12:40 [core.py:708] EngineCore failed to start.
+"""),
+    # flashinfer's JIT as a one-line paste (no traceback): the class and the words say JIT.
+    "jit_fragment_no_frames": ("jit_compile_failure", """\
+flashinfer.jit.core.MissingJITCacheError: JIT compilation is disabled via FLASHINFER_DISABLE_JIT environment variable, \
+but the required module is not found in the JIT cache.
+"""),
+    # vLLM's speculative config check for a Qwen3-Omni DSpark drafter (vllm/config/speculative.py,
+    # _validate_qwen3_omni_dspark): no phrase rule has this wording; its words are the drafter's.
+    "spec_dspark_block_size": ("speculative_config_invalid", f"""\
+(APIServer pid=812) Traceback (most recent call last):
+(APIServer pid=812)   File "{_VLLM}/engine/arg_utils.py", line 1530, in create_engine_config
+(APIServer pid=812)     speculative_config = self.create_speculative_config(target_model_config=model_config)
+(APIServer pid=812)   File "{_VLLM}/config/speculative.py", line 740, in __post_init__
+(APIServer pid=812)     _validate_qwen3_omni_dspark(self.target_model_config, self.draft_model_config, n)
+(APIServer pid=812) ValueError: Qwen3-Omni DSpark requires num_speculative_tokens to match the trained block_size (4); \
+got 3.
+"""),
+    # sgl-project/sglang#36528: EAGLE3 without a draft path loads the target as the drafter; the EAGLE worker calls
+    # set_embed, which a plain Qwen2ForCausalLM does not have.
+    "spec_eagle_worker_attribute": ("speculative_config_invalid", f"""\
+[2026-08-26 12:00:03 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=70.12 GB
+[2026-08-26 12:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "{_SGL}/managers/scheduler.py", line 2900, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
+  File "{_SGL}/managers/scheduler.py", line 412, in __init__
+    self.draft_worker = DraftWorkerClass(**draft_worker_kwargs)
+  File "{_SGL}/speculative/eagle_worker.py", line 160, in __init__
+    self.draft_model_runner.model.set_embed(embed)
+  File "{_SITE}/torch/nn/modules/module.py", line 1940, in __getattr__
+    raise AttributeError(
+AttributeError: 'Qwen2ForCausalLM' object has no attribute 'set_embed'
+"""),
+    # vllm-project/vllm#29109: the EAGLE head of Llama 4 lacks lm_head (pasted as its last line only).
+    "spec_fragment_eagle_head": ("speculative_config_invalid", """\
+AttributeError: 'EagleLlama4ForCausalLM' object has no attribute 'lm_head'
+"""),
+    # torch.distributed's own message (torch/distributed/distributed_c10d.py _get_default_group), raised inside it:
+    # multi-GPU communication was never set up. No phrase rule names it; the package path does.
+    "dist_default_group": ("nccl_error", f"""\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "{_VLLM}/distributed/parallel_state.py", line 1010, in init_distributed_environment
+[rank1]:     world_size = torch.distributed.get_world_size()
+[rank1]:   File "{_SITE}/torch/distributed/distributed_c10d.py", line 2210, in get_world_size
+[rank1]:     return _get_group_size(group)
+[rank1]:   File "{_SITE}/torch/distributed/distributed_c10d.py", line 1080, in _get_default_group
+[rank1]:     raise ValueError(
+[rank1]: ValueError: Default process group has not been initialized, please make sure to call init_process_group.
+"""),
+    # A traceback pasted onto one line (issue text that lost its newlines): the import failure is the last exception.
+    "import_squashed_line": ("missing_dependency", f"""\
+Traceback (most recent call last):   File "{_SGL}/layers/quantization/fp8_kernel.py", line 31, in <module>     from \
+sgl_kernel import sgl_per_token_group_quant_fp8 ImportError: cannot import name 'sgl_per_token_group_quant_fp8' from \
+'sgl_kernel'
+"""),
+    # torch's c10d TCPStore (torch/csrc/distributed/c10d/socket.cpp): the bind failure is a [W] warning line, then
+    # the listen failure; the rendezvous port 29500 is not the HTTP port.
+    "port_c10d_warning": ("port_in_use", """\
+INFO 05-11 08:00:01 [__init__.py:239] Automatically detected platform cuda.
+[W511 08:00:09.412 socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address \
+already in use).
+[W511 08:00:09.413 socket.cpp:464] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - \
+Address already in use).
+[E511 08:00:09.413 socket.cpp:500] [c10d] The server socket has failed to listen on any local network address.
+"""),
+    # A short fragment cut inside SGLang's EAGLE worker: no exception line, no exit code, still a crash, and the
+    # frames say where.
+    "fragment_cut_in_drafter": ("speculative_config_invalid", f"""\
+  File "{_SGL}/speculative/eagle_worker.py", line 160, in __init__
+    self.draft_model_runner.model.set_embed(embed)
+  File "{_SITE}/torch/nn/modules/module.py", line 1940, in __getattr__
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_new_wording_is_placed_by_where_and_what(name: str) -> None:
+    category, log = CASES[name]
+    result = diagnose(log)
+    assert result.category == category, (name, result.category, result.cause)
+    assert result.evidence, name
+    assert result.next_steps, name
+    assert result.confidence <= 0.9
+
+
+def test_an_area_verdict_is_modest_and_says_what_else_it_could_be() -> None:
+    result = diagnose(CASES["jit_fragment_no_frames"][1])
+    assert result.category == "jit_compile_failure"
+    assert 0.4 <= result.confidence <= 0.6
+    assert "other" in result.alternatives
+
+
+# Short fragments that end on an error and never show the server alive: crashes, with or without an exit code.
+FRAGMENTS = (
+    # torch's own message (aten/src/ATen/native/TensorCompare etc.), pasted without its traceback
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n",
+    # a traceback squashed onto one line, the exception in the middle of it
+    'File "/x/site-packages/vllm/worker/worker.py", line 120, in init_device raise RuntimeError(msg) RuntimeError: '
+    "Engine loop has died\n",
+    # a C++ assert from a CUDA kernel (aten/src/ATen/native/cuda/IndexKernelUtils.cu, sgl-project/sglang#15638)
+    "/pytorch/aten/src/ATen/native/cuda/IndexKernelUtils.cu:16: vectorized_gather_kernel: block: [64,0,0], thread: "
+    "[224,0,0] Assertion `ind >=0 && ind < ind_dim_size && \"vectorized gather kernel index out of bounds\"` failed.\n",
+)
+
+
+@pytest.mark.parametrize("log", FRAGMENTS)
+def test_a_short_fragment_that_ends_on_an_error_is_a_crash_without_an_exit_code(log: str) -> None:
+    result = diagnose(log)
+    assert result.category != "none", result.cause
+    assert result.evidence and result.evidence[-1].line >= 1
+
+
+def test_a_start_still_going_with_an_alarming_warning_is_not_a_crash() -> None:
+    log = ("INFO 05-11 08:00:01 [__init__.py:239] Automatically detected platform cuda.\n"
+           "WARNING 05-11 08:00:05 [config.py:3700] Error: the tokenizer has no chat template; using the default.\n"
+           "2026-05-11 08:00:06,101 - INFO - flashinfer.jit: Prebuilt kernels not found, using JIT backend\n"
+           "INFO 05-11 08:00:07 [gpu_model_runner.py:1800] Starting to load model /models/Qwen3-8B...\n")
+    assert diagnose(log).category == "none"
+
+
+def test_an_error_shaped_line_in_the_tail_is_quoted_not_sent_above_it() -> None:
+    """Only framing lines plus a compiler's error: the advice quotes that error and never says the root cause was
+    printed above this tail."""
+    log = ("(EngineCore_DP0 pid=77) ERROR 02-11 09:12:40 [core.py:708] tvm_ffi/cpp/extension.cc:210: error: "
+           "identifier \"__nv_fp8x4_e4m3\" is undefined in device code\n"
+           "(EngineCore_DP0 pid=77) ERROR 02-11 09:12:40 [core.py:708] EngineCore failed to start.\n"
+           "(APIServer pid=12) RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+           "proc(s): {}\n")
+    result = diagnose(log)
+    text = " ".join(result.next_steps) + result.cause
+    assert "printed above this tail" not in text and "above this tail" not in text
+    assert any("identifier" in e.text for e in result.evidence)
