@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup sshd demo test bench clean engine-check
+.PHONY: setup sshd slurm demo test bench clean engine-check
 
 $(BIN)/deploybot: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +18,16 @@ setup: $(BIN)/deploybot
 sshd:
 	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssh-server openssh-client >/dev/null; }
 
+# The Slurm backend's tests start a real one-node cluster (tests/slurm.py): munge, slurmctld, slurmd (22.05).
+slurm:
+	@[ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && command -v sbatch >/dev/null && [ -x /usr/sbin/munged ] \
+	  || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	  slurmctld slurmd slurm-client munge >/dev/null; }
+
 demo: setup
 	$(BIN)/deploybot demo
 
-test: setup sshd
+test: setup sshd slurm
 	$(BIN)/python -m pytest
 
 # The real engines' own validation over every plan deploybot makes (tools/README.md). Not part of `make test`:
