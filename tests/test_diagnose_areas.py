@@ -176,3 +176,21 @@ def test_an_error_shaped_line_in_the_tail_is_quoted_not_sent_above_it() -> None:
     text = " ".join(result.next_steps) + result.cause
     assert "printed above this tail" not in text and "above this tail" not in text
     assert any("identifier" in e.text for e in result.evidence)
+
+
+def test_a_tail_whose_error_line_is_elsewhere_is_placed_by_its_frames() -> None:
+    """Only the consequence ("Engine core initialization failed") and a traceback through flashinfer's JIT package
+    are in the tail: the frames say a kernel build, not "the root cause was printed above"."""
+    log = f"""\
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708] Traceback (most recent call last):
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708]   File "{_VLLM}/v1/engine/core.py", line 699, in run_engine_core
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708]     engine_core = EngineCoreProc(*args, **kwargs)
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708]   File "{_SITE}/flashinfer/sampling.py", line 60, in get_sampling_module
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708]     module = gen_sampling_module().build_and_load()
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708]   File "{_SITE}/flashinfer/jit/core.py", line 321, in build_and_load
+(EngineCore_DP0 pid=73) ERROR 02-11 09:12:40 [core.py:708]     self.build()
+(APIServer pid=12) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}
+"""
+    result = diagnose(log)
+    assert result.category == "jit_compile_failure", result.cause
+    assert not any("above this tail" in step for step in result.next_steps)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from bot.diagnose.health import Health
 from bot.diagnose.optional import OPTIONAL_IMPORT
-from bot.diagnose.rules import ERROR_SHAPED
+from bot.diagnose.rules import DEATH_SIGNS, ERROR_SHAPED
 from bot.diagnose.structure import Frame, RaisedException, TailStructure
 from bot.diagnose.types import Finding, LogLine
 
@@ -142,9 +142,11 @@ def _error_lines(finding: Finding, lines: list[LogLine]) -> list[str]:
     return seen
 
 
-#: "other" findings a native or kernel crash rule made: placed only when the traceback itself was raised in an area
-#: (a CUDA illegal access inside the EAGLE worker is the drafter's crash; a bare segfault stays ``other``).
-NATIVE_KINDS = ("kernel_crash", "segfault")
+#: "other" findings placed only when a traceback in the tail was raised in an area: a native or kernel crash (a CUDA
+#: illegal access inside the EAGLE worker is the drafter's crash; a bare segfault stays ``other``), and a tail whose
+#: own error line is elsewhere but whose frames are here ("Engine core initialization failed" under a traceback
+#: that runs through flashinfer/jit/).
+NATIVE_KINDS = ("kernel_crash", "segfault", "root_cause_elsewhere")
 
 
 def place(finding: Finding, lines: list[LogLine], structure: TailStructure) -> None:
@@ -156,6 +158,8 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure) -> N
         return
     exc = structure.exception_at(finding.pos) or structure.last_exception
     chain = _chain(exc) or [inline for inline in (_inline(finding.decisive),) if inline is not None]
+    # Tracebacks of other processes in the tail (a worker's, cut before its exception line) are evidence too.
+    chain += [other for other in reversed(structure.exceptions) if other.frames and other not in chain][:2]
     error_lines = _error_lines(finding, lines)
     scores = [_score(area, chain, error_lines) for area in AREAS]
     ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
@@ -163,7 +167,9 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure) -> N
     if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):
         return
     area = AREAS[index]
-    quoted = finding.decisive.text[:160] if finding.decisive else "?"
+    # The exception itself when there is one (a squashed line's last exception, not its first words).
+    quoted = f"{chain[0].qualname}: {chain[0].message}".rstrip(": ")[:160] if chain else \
+        (finding.decisive.text[:160] if finding.decisive else "?")
     finding.category, finding.kind = area.category, area.kind
     finding.cause = area.cause.format(quoted)
     finding.confidence = 0.6 if best >= 6 else 0.5 if best >= 4 else 0.45
@@ -182,8 +188,9 @@ def error_shaped_end(lines: list[LogLine], health: Health) -> Finding | None:
     if health.alive_pos >= 0 or health.http_up is not None or health.listening is not None:
         return None
     last = [(pos, line) for pos, line in enumerate(lines) if line.text][-END_LINES:]
-    shaped = [(pos, line) for pos, line in last if line.level not in ("DEBUG", "INFO", "WARNING")
-              and ERROR_SHAPED.search(line.text) and not OPTIONAL_IMPORT.search(line.text)]
+    shaped = [(pos, line) for pos, line in last if DEATH_SIGNS.search(line.text) or (
+        line.level not in ("DEBUG", "INFO", "WARNING") and ERROR_SHAPED.search(line.text)
+        and not OPTIONAL_IMPORT.search(line.text))]
     if not shaped:
         return None
     pos, decisive = shaped[-1]

@@ -267,11 +267,14 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     """
     # Bounded input before any rule runs: the last TAIL_BYTES characters, every line cut at MAX_LINE_CHARS.
     lines = _prepare(bound_text(log_tail))
-    engine = engine or (plan.engine if plan else None) or detect_engine_of((line.raw, line.text) for line in lines)
+    # The deployment's engine picks the engine-specific crash rules; a guess from the log's own lines only picks the
+    # advice's spelling (a wrong guess must not drop the other engine's rules).
+    deployed = engine or (plan.engine if plan else None)
+    engine = deployed or detect_engine_of((line.raw, line.text) for line in lines)
     setup = PlanView(engine, plan, facts)
     health = read_health(lines, engine)
     structure = parse_structure(lines)
-    hits = _hits(lines, structure, health.routine, rules_for(engine))
+    hits = _hits(lines, structure, health.routine, rules_for(deployed))
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
         if health.alive_pos > finding.pos and finding.category != "host_oom_killed":

@@ -230,6 +230,13 @@ RULES: tuple[Rule, ...] = (
             r"|DistBackendError|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
             r"|timed? ?out|unreachable)"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
+    # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
+    # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
+    # do not fit (src/include/alloc.h).
+    Rule("nccl_error_trace", "nccl_error",
+         _r(r"NCCL INFO [\w/.-]{1,200}\.(?:cc|cu|h):\d{1,6} -> [1-9]\d{0,2}\b|\bFailed to CUDA (?:calloc|malloc|host alloc)"
+            r" \d{1,15} bytes"), 52, 0.7, "NCCL (multi-GPU communication) failed: its error trace is in the tail",
+         kind="nccl", any_level=True),
     Rule("collective_timeout", "nccl_error",
          _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
             r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"),
@@ -303,7 +310,15 @@ ERROR_SHAPED = re.compile(
     r"|Traceback \(most recent call last\)|\b(?:error|Error|ERROR)\b ?[:\]]|\bFAILED\b|\bfatal(?: error)?:"
     r"|\bpanicked at\b|^Aborted\b|core dumped|\bwhat\(\): |Assertion [`'][^\n]{0,300}[`'] failed"
     r"|^E\d{4} \d\d:\d\d|returned non-zero exit status [1-9]|exit(?:ed)? with (?:code|status) [1-9]"
-    r"|^\s*raise [A-Z]\w{0,60}")
+    r"|^\s*raise [A-Z]\w{0,60}|^File \"[^\"]{1,500}\", line \d{1,7}|^[\s~]{0,200}\^{3,}[\s~^]{0,400}$"
+    r"|The above exception was the direct cause|During handling of the above exception"
+    r"|CUDA kernel errors might be asynchronously reported|CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA")
+#: What a dying process leaves behind, whatever level it is logged at: torch's warning that a process exited holding
+#: shared CUDA tensors (torch/csrc/CudaIPCTypes.cpp) or without destroying its process group (ProcessGroupNCCL.cpp),
+#: SGLang tearing down its process tree. In a tail that never showed the server alive it ends a crash.
+DEATH_SIGNS = re.compile(
+    r"Producer process has been terminated before all shared CUDA tensors released"
+    r"|destroy_process_group\(\) was not called before program exit|kill_process_tree called")
 
 #: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
 #: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this

@@ -45,7 +45,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|\bport:? ?\d{2,5} (?:is )?(?:already )?(?:in use|used by another|taken|occupied)"
                     r"|\bports? (?:at |= ?)?\d{2,5} (?:is|are) not (?:available|free)"
                     r"|port\w{0,20} at \d{2,5} is not available"
-                    r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address))"),
+                    r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address)"
+                    # vLLM's launcher names the holder: "port 8000 is used by process psutil.Process(pid=...)"
+                    r"|\bport \d{2,5} is used by process\b)"),
          80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
          exclude=_PORT_RETRY),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale

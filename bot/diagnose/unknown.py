@@ -98,7 +98,7 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
         errors = [(pos, line) for pos, line in enumerate(lines)
                   if line.text and not line.code and line.level not in ("DEBUG", "INFO")
                   and ERROR_SHAPED.search(line.text) and not FRAMING.search(line.text)
-                  and not OPTIONAL_IMPORT.search(line.text)]
+                  and not _TRACEBACK_PART.search(line.text) and not OPTIONAL_IMPORT.search(line.text)]
     self_kill = any(SELF_KILL.search(line.text) for line in lines)
     if errors or framing:
         last = max(pos for pos, _ in errors + framing)

@@ -65,6 +65,10 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
         if top in ("vllm", "sglang"):
             steps.append(f"{top} itself is missing: the launch used a different Python (venv/conda) than the one "
                          f"that has it")
+    elif (lacking := re.search(r"cannot import name '(\w{1,80})' from '([\w.]{1,120})'", text)):
+        package = PACKAGES.get(lacking.group(2).split(".")[0], lacking.group(2).split(".")[0].replace("_", "-"))
+        steps.append(f"the installed {package} has no {lacking.group(1)}: it is older or newer than this engine "
+                     f"release expects; install the {package} version the engine pins (see its requirements)")
     elif "undefined symbol" in text or f.kind == "binary":
         library = re.search(r"(lib[\w.+-]+\.so[\w.]*)|/([\w.-]+\.so)", text)
         name = next((g for g in library.groups() if g), "a compiled extension") if library else "a compiled extension"
