@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import io
 import json
@@ -39,7 +40,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO, figure, note, peak_rss_mib, percentile, ratio, summary  # noqa: E402
+from common import REPO, figure, note, peak_rss_mib, percentile, ratio, summary, thread_cpu_seconds  # noqa: E402
 
 from tests import slack_signing  # noqa: E402
 from tests.fakeslack import FakeSlack  # noqa: E402
@@ -87,25 +88,53 @@ async def serve_bare(spec: dict) -> dict:
     return {}
 
 
-async def serve_bot(spec: dict, pooled_client: bool) -> dict:
-    """The real app (SlackService), then a drain of the deploys it started after its acks.
+def _unpooled_story_client(service) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    """Before: the stories used Bolt's client, which opens a new HTTP connection for every Web API call."""
+    surface = service.surface
+    pooled, surface.story_client = surface.story_client, surface.client
 
-    pooled_client: the same app given a Web API client that keeps its HTTP connections (an aiohttp session),
-    instead of handlers.slack.client's, which (slack_sdk's default) opens a new connection for every call.
-    """
+    def restore() -> None:
+        surface.story_client = pooled
+
+    return restore
+
+
+def _no_ack_gate(service) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    """Before: a story started at once, its Python work sharing the GIL with the acks still pending."""
+    gate = service.surface.acks
+    wait = gate.max_wait_s
+    gate.max_wait_s = 0.0
+
+    def restore() -> None:
+        gate.max_wait_s = wait
+
+    return restore
+
+
+def _no_gc_freeze(service) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    """Before: the garbage collector's full passes went over every object start-up made."""
+    import gc
+
+    gc.unfreeze()
+    return lambda: None
+
+
+#: What `--before NAME` undoes in a third app, to show a fix's effect in the same run (each returns its restore).
+BEFORE: dict[str, Callable[..., Callable[[], None]]] = {"pooled_story_client": _unpooled_story_client,
+                                                        "ack_gate": _no_ack_gate, "gc_freeze": _no_gc_freeze}
+
+
+async def serve_bot(spec: dict) -> dict:
+    """The real app (SlackService), draining the deploys it started after each load; `spec["before"]`: the fixes
+    undone in this app (BEFORE)."""
     from bot.config import Secrets, parse_config
     from bot.store import Store
-    from handlers.slack.client import make_web_client
     from handlers.slack.serve import SlackService
 
     store = Store(spec["db"])
-    secrets = Secrets()
-    client = make_web_client(secrets)
-    if pooled_client:
-        client.session = aiohttp.ClientSession()
-    service = SlackService(parse_config(spec["config"], "bench config"), store, secrets, port=0, host="127.0.0.1",
-                           client=client)
+    service = SlackService(parse_config(spec["config"], "bench config"), store, Secrets(), port=0, host="127.0.0.1")
     await service.start()
+    restores = [BEFORE[name](service) for name in spec.get("before", [])]
     diagnosed: list[float] = []
     churn = (asyncio.ensure_future(_diagnose_forever(service, spec["crash_line_mb"], spec.get("inline", False),
                                                      diagnosed)) if spec.get("crash_line_mb") else None)
@@ -125,10 +154,10 @@ async def serve_bot(spec: dict, pooled_client: bool) -> dict:
     finally:
         if churn is not None:
             churn.cancel()
+        for restore in restores:
+            restore()
         await service.stop()  # cancels whatever is left (nothing, unless a drain timed out)
         store.close()
-        if client.session is not None:
-            await client.session.close()
     return {}
 
 
@@ -161,7 +190,7 @@ async def _serve_until_eof(port: int, drained: Callable[[], Awaitable[dict]],
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    cpu = time.process_time()
+    cpu, threads = time.process_time(), thread_cpu_seconds()
     if PROFILER is not None:
         PROFILER.enable()
     print(f"listening {port}", flush=True)
@@ -170,17 +199,39 @@ async def _serve_until_eof(port: int, drained: Callable[[], Awaitable[dict]],
         if churn is not None:
             churn.cancel()
         figures = await drained()
-        print(json.dumps({"cpu_s": time.process_time() - cpu, "serving_cpu_s": serving_s, **figures}), flush=True)
-        cpu = time.process_time()
+        now = thread_cpu_seconds()
+        by_thread = {name: now[name] - threads.get(name, 0.0) for name in now}
+        print(json.dumps({"cpu_s": time.process_time() - cpu, "serving_cpu_s": serving_s, "threads_cpu_s": by_thread,
+                          **figures}), flush=True)
+        cpu, threads = time.process_time(), now
     if PROFILER is not None:
         PROFILER.disable()
+
+
+def profile_story_loop() -> cProfile.Profile:
+    """cProfile the stories' own thread too (a profiler sees only the thread that enabled it)."""
+    from handlers.slack.app import StoryLoop
+
+    profiler = cProfile.Profile()
+    run = StoryLoop._run
+
+    def profiled(self: StoryLoop) -> None:
+        profiler.enable()
+        try:
+            run(self)
+        finally:
+            profiler.disable()
+
+    StoryLoop._run = profiled  # type: ignore[method-assign]
+    return profiler
 
 
 def child_main(kind: str, spec_file: Path, profile: bool) -> int:
     global PROFILER
     spec = json.loads(spec_file.read_text())
     PROFILER = cProfile.Profile() if profile else None
-    result = asyncio.run(serve_bare(spec) if kind == "bare" else serve_bot(spec, pooled_client=kind == "pooled"))
+    stories = profile_story_loop() if profile and kind != "bare" else None
+    result = asyncio.run(serve_bare(spec) if kind == "bare" else serve_bot(spec))
     result["rss_peak_mib"] = peak_rss_mib()
     result["final"] = True
     if PROFILER is not None:
@@ -188,6 +239,11 @@ def child_main(kind: str, spec_file: Path, profile: bool) -> int:
         stats = pstats.Stats(PROFILER, stream=out)
         stats.sort_stats("tottime").print_stats(15)
         stats.sort_stats("cumulative").print_stats(r"bot/|handlers/|slack_bolt/|sqlite", 25)
+        if stories is not None:
+            print("\n=== the story loop's thread:", file=out)
+            stats = pstats.Stats(stories, stream=out)
+            stats.sort_stats("tottime").print_stats(20)
+            stats.sort_stats("cumulative").print_stats(r"bot/|handlers/|slack_sdk/|aiohttp/", 30)
         result["profile"] = out.getvalue()
     print(json.dumps(result), flush=True)
     return 0
@@ -202,6 +258,7 @@ class Ack:
     status: int
     body: str
     bad_request: bool
+    sent_at: float = 0.0  # seconds after the load's first counted request was sent
 
 
 class AppProcess:
@@ -263,6 +320,7 @@ def requests_for(n: int) -> list[str]:
 async def load(url: str, response_url: str, texts: list[str], concurrency: int) -> list[Ack]:
     """Slack's request sender: signed /deploy requests, `concurrency` at a time, each timed send -> response."""
     gate = asyncio.Semaphore(concurrency)
+    load_started: float | None = None
 
     async def one(session: aiohttp.ClientSession, text: str) -> Ack:
         request = slack_signing.slash_command(SIGNING_SECRET, text=text, response_url=response_url)
@@ -270,11 +328,13 @@ async def load(url: str, response_url: str, texts: list[str], concurrency: int) 
             started = time.perf_counter()
             async with session.post(url, data=request.body, headers=request.headers) as response:
                 body = await response.text()
-            return Ack(time.perf_counter() - started, response.status, body, text != START)
+            return Ack(time.perf_counter() - started, response.status, body, text != START,
+                       started - (load_started or started))
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
         for text in texts[:WARMUP]:  # not counted: first-request costs (auth.test, first SQLite writes)
             await one(session, text)
+        load_started = time.perf_counter()
         return await asyncio.gather(*(one(session, t) for t in texts[WARMUP:]))
 
 
@@ -357,9 +417,19 @@ async def measure(args: argparse.Namespace, work: Path) -> int:
         async with AppProcess("bare", write_spec(work, "bare"), env) as bare, \
                 AppProcess("bot", write_spec(work, "bot"), env, profile=args.profile) as bot:
             apps = {"bare": bare, "bot": bot}
-            for index in range(args.pairs):
-                for name in (("bare", "bot") if index % 2 == 0 else ("bot", "bare")):
-                    loads[name].append(await one_load(apps[name], slack, texts, args.concurrency, work))
+            async with contextlib.AsyncExitStack() as stack:
+                if args.before:
+                    loads["bot_before"] = []
+                    apps["bot_before"] = await stack.enter_async_context(
+                        AppProcess("bot", write_spec(work, "bot_before", before=args.before), env))
+                names = list(apps)
+                for index in range(args.pairs):
+                    # Rotated (bare, bot; bot, bare; ...), so that no app always runs first or last.
+                    order = names[index % len(names):] + names[:index % len(names)]
+                    for name in order if index % 2 == 0 or len(names) > 2 else order[::-1]:
+                        loads[name].append(await one_load(apps[name], slack, texts, args.concurrency, work))
+                if args.before:
+                    await apps["bot_before"].stop()
             loads["bot_ack_path"] = [await one_load(bot, slack, bad_only, args.concurrency, work)]
             finals = {"bare": await bare.stop(), "bot": await bot.stop()}
         if args.crash_line_mb:
@@ -416,12 +486,21 @@ def report(loads: dict[str, list[Load]], finals: dict[str, dict], sent: list[str
                    "(bare Bolt app, ack only)" if app == "floor" and pct == 50 else "")
     p99 = spread("ratio_p99_bot_over_floor", [b.pct(99) / f.pct(99) for b, f in zip(bots, bares)], "x", "(per pair)")
     p50 = spread("ratio_p50_bot_over_floor", [b.pct(50) / f.pct(50) for b, f in zip(bots, bares)], "x", "(per pair)")
+    if loads.get("bot_before"):
+        befores = loads["bot_before"]
+        spread("bot_before_ack_p99", [ms * load.pct(99) for load in befores], "ms", "(the same app, fixes undone: "
+               "the fixes given to --before)")
+        spread("ratio_p99_before_over_floor", [b.pct(99) / f.pct(99) for b, f in zip(befores, bares)], "x")
+        spread("ratio_p50_before_over_floor", [b.pct(50) / f.pct(50) for b, f in zip(befores, bares)], "x")
     every_bot = [a.seconds for load in bots for a in load.acks]
     every_bare = [a.seconds for load in bares for a in load.acks]
     figure("bot_ack_p99_all_pairs", ms * percentile(every_bot, 99), f"ms (all {len(every_bot)} acks together)")
     figure("floor_ack_p99_all_pairs", ms * percentile(every_bare, 99), "ms")
     figure("ratio_p99_all_pairs", ratio(percentile(every_bot, 99), percentile(every_bare, 99)), "x")
     figure("bot_ack_max", ms * max(every_bot), "ms")
+    slowest = sorted((a for load in bots for a in load.acks), key=lambda a: -a.seconds)[:2 * len(bots)]
+    figure("bot_slowest_acks", ", ".join(f"{ms * a.seconds:.0f} ms at +{ms * a.sent_at:.0f}" for a in slowest),
+           "(ack, and when it was sent after the load began)")
     figure("bot_ack_p50_deploys", statistics.median(ms * load.pct(50, deploys_only=True) for load in bots), "ms")
     path = loads["bot_ack_path"][0]
     figure("bot_ack_path_p50", ms * path.pct(50), "ms (bad requests only: no work after the ack; one load)")
@@ -442,6 +521,11 @@ def report(loads: dict[str, list[Load]], finals: dict[str, dict], sent: list[str
     story_ms = [1000 * (load.served["cpu_s"] - per_ack * len(sent)) / (all_deploys / len(bots)) for load in bots]
     figure("bot_cpu_per_deploy_story", statistics.median(story_ms), "ms (median; after the ack: thread, status "
                                                                     "message, probe, failure)")
+    names = sorted({name for load in bots for name in load.served["threads_cpu_s"]})
+    for name in names:
+        cpu = statistics.median(load.served["threads_cpu_s"].get(name, 0.0) for load in bots)
+        if cpu > 0:
+            figure(f"bot_cpu_thread_{name.strip('_-') or 'main'}", 1000 * cpu, "ms (median per load, drain included)")
     figure("background_drain", statistics.median(load.served["drain_s"] for load in bots), "s (median)")
     left = sum(load.served["left"] for load in bots)
     figure("background_left_after_drain", left)
@@ -466,7 +550,9 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the real app while it serves")
     parser.add_argument("--crash-line-mb", type=int, default=0,
                         help="also run the load while a crash ending in a line of this many MB is diagnosed")
-    parser.add_argument("--serve", choices=("bare", "bot", "pooled"), help=argparse.SUPPRESS)
+    parser.add_argument("--before", nargs="+", choices=sorted(BEFORE), default=[],
+                        help="also run, alternating with the others, an app with these fixes undone")
+    parser.add_argument("--serve", choices=("bare", "bot"), help=argparse.SUPPRESS)
     parser.add_argument("--load", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("spec", nargs="?", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

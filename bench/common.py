@@ -80,6 +80,23 @@ def cpu_seconds(pid: int | str = "self") -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14, 15 of stat)
 
 
+def thread_cpu_seconds() -> dict[str, float]:
+    """CPU time used so far by each of this process's threads, summed by thread name without its trailing number
+    (Python's own names: `asyncio_0`, `asyncio_1` -> `asyncio_`), from /proc/self/task: what runs where (the loop that acks, the
+    story loop, the executor threads that run SQLite and name lookups)."""
+    names = {thread.native_id: thread.name for thread in threading.enumerate()}
+    totals: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            name = names.get(int(tid)) or Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            name = name.split(" ")[0].rstrip("0123456789")
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        totals[name] = totals.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return totals
+
+
 def reaped_children_cpu_seconds(pid: int | str) -> float:
     """CPU time of the children a process has waited for, and of theirs (cutime + cstime): for an sshd listener,
     everything its finished sessions ran (key exchange, the login shell, the commands)."""
