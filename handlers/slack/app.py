@@ -26,7 +26,7 @@ from bot.pipeline import Outcome, Pipeline
 from handlers.slack.approvals import ApprovalClicks
 from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
 from handlers.slack.board import StatusBoard, StepState
-from handlers.slack.client import SlackSetupError, make_web_client
+from handlers.slack.client import SlackSetupError, make_web_client, pooled_copy
 from handlers.slack.commands import ThreadCommands
 from handlers.slack.deploy import DeployCommand
 from handlers.slack.home import publish_home
@@ -61,6 +61,8 @@ class SlackSurface:
         self.refs = SlackRefs.beside(self.store)
         self.until_ready = until_ready
         self.stories = StoryLoop()
+        # The stories' Web API calls keep their connections (on the story loop); Bolt's own calls use `client`.
+        self.story_client = pooled_copy(self.client, self.stories.loop)
         self._closed = False
         self.tasks: set[asyncio.Future[Any]] = set()
         self._names: dict[asyncio.Future[Any], str] = {}
@@ -118,6 +120,7 @@ class SlackSurface:
         for name in await self.stories.run(self.stories.cancel_all(timeout_s)):
             log.warning("background task %s did not end within %.0f s of its cancel", name, timeout_s)
         await self.stories.run(self.pipeline.close())
+        await self.stories.run(self.story_client.close())
         self.stories.stop()
         self.refs.close()
 
@@ -128,8 +131,8 @@ class SlackSurface:
         if max_lines is not None:
             # `logs N` shows the N lines asked for, at once: its own limits, not the follower's.
             slack = slack.model_copy(update={"excerpt_max_lines": max_lines, "excerpt_interval_s": 0.0})
-        return MeteredSlackThread(self.client, channel, thread_ts=thread_ts, status_ts=status_ts, config=slack,
-                                  redact=self.pipeline.redact, board=board, refs=self.refs,
+        return MeteredSlackThread(self.story_client, channel, thread_ts=thread_ts, status_ts=status_ts,
+                                  config=slack, redact=self.pipeline.redact, board=board, refs=self.refs,
                                   status_message=status_message,
                                   story=self.metrics.story(requested_at=requested_at))
 
@@ -173,7 +176,7 @@ class SlackSurface:
         event_id = body.get("event_id")
         if event_id and not await self.store.first_delivery(f"event:{event_id}"):
             return
-        self.spawn(publish_home(self.pipeline, self.client, event["user"]), name=f"home:{event['user']}")
+        self.spawn(publish_home(self.pipeline, self.story_client, event["user"]), name=f"home:{event['user']}")
 
     # ----------------------------------------------------------------------------------------- after a restart
 

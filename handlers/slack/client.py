@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
 from urllib.parse import urlparse
 
+import aiohttp
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -11,6 +14,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_internal_utils import _request_with_session
 
 from bot.config import Secrets
 
@@ -43,3 +47,41 @@ def make_web_client(secrets: Secrets) -> AsyncWebClient:
         raise SlackSetupError("SLACK_BOT_TOKEN is not set: export the bot token (xoxb-...) of the Slack app")
     base_url = api_base_url(secrets.slack_api_url) if secrets.slack_api_url else AsyncWebClient.BASE_URL
     return AsyncWebClient(token=secrets.slack_bot_token, base_url=base_url, retry_handlers=retry_handlers())
+
+
+class LoopPooledWebClient(AsyncWebClient):
+    """An AsyncWebClient that keeps its HTTP connections open on ONE event loop (the stories' loop).
+
+    slack_sdk's default opens a new aiohttp session, so a new TCP (and, to Slack, TLS) connection, for every call:
+    measured under a burst of deploys, connection setup was about a quarter of the stories' CPU (bench_ack.py
+    --profile), CPU the loop that acks then waits for. A session belongs to the loop it was made on, so calls from
+    any other loop (a test calling a surface method directly) go the default way, one session per call.
+    """
+
+    def __init__(self, *args: Any, loop: asyncio.AbstractEventLoop, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pool_loop = loop
+        self._pooled: aiohttp.ClientSession | None = None
+
+    async def _request(self, *, http_verb: str, api_url: str, req_args: dict) -> dict[str, Any]:
+        if asyncio.get_running_loop() is not self._pool_loop:
+            return await super()._request(http_verb=http_verb, api_url=api_url, req_args=req_args)
+        if self._pooled is None or self._pooled.closed:
+            self._pooled = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+        # As AsyncWebClient._request does, with the pooled session instead of self.session.
+        return await _request_with_session(current_session=self._pooled, timeout=self.timeout, logger=self._logger,
+                                           http_verb=http_verb, api_url=api_url, req_args=req_args,
+                                           retry_handlers=self.retry_handlers)
+
+    async def close(self) -> None:
+        """(On the pooled loop.) Close the kept connections."""
+        if self._pooled is not None:
+            await self._pooled.close()
+            self._pooled = None
+
+
+def pooled_copy(client: AsyncWebClient, loop: asyncio.AbstractEventLoop) -> LoopPooledWebClient:
+    """The same token, endpoint, timeout and retries as `client`, keeping its connections on `loop`."""
+    return LoopPooledWebClient(token=client.token, base_url=client.base_url, timeout=client.timeout, ssl=client.ssl,
+                               proxy=client.proxy, headers=dict(client.headers),
+                               retry_handlers=list(client.retry_handlers), loop=loop)
