@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--confusions", action="store_true", help="list the dev logs classified wrong")
     args = parser.parse_args()
-    for split in ("dev", "heldout", "blind", "fresh"):
+    for split in ("dev", "heldout", "blind", "fresh", "aside"):
         report(split, args.confusions)
         print()
 

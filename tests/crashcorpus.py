@@ -5,6 +5,8 @@
 ``fresh``: tests/data/crashlogs/fresh (a later set, collected apart again, after the diagnoser was tuned on the others).
 Held-out, blind and fresh logs are only ever scored in aggregate (tests and bench/diagnose_eval.py never print their
 names or content), so the figures measured on them stay honest.
+``aside``: tests/data/crashlogs/aside, the diagnose helper's own held-out excerpts from public issue threads (issue 12:
+"keep part of anything you build aside"), written down before the diagnoser was scored on them; aggregate only.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 CRASHLOGS = Path(__file__).resolve().parent / "data" / "crashlogs"
-Split = Literal["dev", "heldout", "blind", "fresh"]
-APART = ("blind", "fresh")  # judged sets kept in folders of their own
+Split = Literal["dev", "heldout", "blind", "fresh", "aside"]
+APART = ("blind", "fresh", "aside")  # judged sets kept in folders of their own
 
 
 def corpus(split: Split) -> list[tuple[str, dict]]:
