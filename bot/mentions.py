@@ -5,8 +5,11 @@ Event messages mix the pipeline's own words ("stopped; it was started by @alice"
 anything a host wrote must show literally, even when it looks like ``<@U123>`` or ``<!channel>``. So the pipeline
 never writes ``<@U…>`` itself: ``mention()`` writes a mark that holds a random key of this process, which text
 from elsewhere cannot guess; the Slack renderer escapes everything and turns only marks with this key into
-mentions (``resolve``). A mark with another key (a board saved before the bot restarted, or a forgery) shows as
-plain ``@U…`` text, never a mention.
+mentions (``resolve``). A mark with another key (a forgery) shows as plain ``@U…`` text, never a mention.
+
+Text a surface keeps across a restart of the bot (a status board, an approval message) is saved with the key it was
+written under (``key()``) and read back with ``rekey``: its marks become this process's, so the mentions written
+before the restart stay mentions, while any other mark in it still shows as plain text.
 """
 
 from __future__ import annotations
@@ -42,6 +45,24 @@ def resolve(text: str, real: Callable[[str], str], forged: Callable[[str], str] 
         return forged(target) if forged is not None else target
 
     return _MARK.sub(one, text) if _SEP in text else text
+
+
+def key() -> str:
+    """The key of this process's marks, to save beside text that holds them (see ``rekey``)."""
+    return _KEY
+
+
+def rekey(text: str, written_under: str) -> str:
+    """``text`` (saved with the key ``written_under``) with the marks of that key made marks of this process;
+    every other mark is left as it is."""
+    if written_under == _KEY or _SEP not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        target, mark_key = match.group(1), match.group(2)
+        return f"{_SEP}{target}.{_KEY}{_SEP}" if mark_key == written_under else match.group(0)
+
+    return _MARK.sub(one, text)
 
 
 def plain(text: str) -> str:

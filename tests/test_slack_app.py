@@ -25,6 +25,7 @@ import aiohttp
 import pytest
 
 from bot.config import AppConfig, Secrets, parse_config
+import bot.mentions as bot_mentions
 from bot.mentions import mention, mention_channel
 from bot.models import Deployment
 from bot.simhost import SimHost, build_sim_host
@@ -458,6 +459,27 @@ async def test_stopping_someone_elses_server_waits_for_an_approver(bot: Harness)
     await bot.wait_reply(thread_ts, "⏹️")
     assert process_gone(dep.handle.pid) and bot.store.get_deployment_sync(dep.id).state == "stopped"
     assert "Approved by" in blocks_text(bot.slack.message(CHANNEL, approval.ts))
+
+
+async def test_an_approval_asked_before_a_restart_keeps_its_mentions_when_decided_after(
+        bot: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approval message's reasons were saved with the marks of the process that asked; the process that
+    decides (after a restart: a new mark key) still shows the owner as a mention, not as plain `@U…`."""
+    _, thread_ts = await bot.deployed()
+    await bot.reply("stop", thread_ts, user=BYSTANDER)
+    await bot.wait(lambda: any(t.startswith("Approval needed: stop") for t in bot.texts(thread_ts)), "the approval")
+    approval = next(m for m in bot.replies(thread_ts) if (m.text or "").startswith("Approval needed: stop"))
+    approval_id = next(e["value"] for b in approval.blocks if b["type"] == "actions" for e in b["elements"])
+    for _ in range(200):  # its ref is saved once chat.postMessage has returned, a moment after Slack shows it
+        if await bot.service.surface.refs.approval(approval_id) is not None:
+            break
+        await asyncio.sleep(0.05)
+    monkeypatch.setattr(bot_mentions, "_KEY", "feedfacecafe")  # what a restart of the bot changes here
+    await bot.send(bot.click_request(approval_id, approval, user=APPROVER))
+    await bot.wait_reply(thread_ts, "⏹️")
+    await bot.wait(lambda: "Approved by" in blocks_text(bot.slack.message(CHANNEL, approval.ts)), "the decision")
+    decided = blocks_text(bot.slack.message(CHANNEL, approval.ts))
+    assert f"was started by <@{REQUESTER}>" in decided and f"started by @{REQUESTER}" not in decided
 
 
 async def test_app_home_shows_the_host_and_running_deployments(bot: Harness) -> None:

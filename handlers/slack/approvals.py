@@ -102,8 +102,11 @@ class ApprovalClicks:
             if board is not None:
                 return self.surface.thread(channel, thread_ts=thread_ts, status_ts=message.status_ts, board=board)
         title = message.view.title if message is not None else row["action"]
+        # The message's reasons were read back with this process's marks (refs); the store's row keeps them as the
+        # pipeline wrote them, before any restart.
+        reasons = message.view.why if message is not None else row["data"].get("reasons") or []
         board = StatusBoard(title=title, action="stop" if row["action"] == "stop" else "start")
-        board.steps["parse"] = StepState(status="done", text="; ".join(row["data"].get("reasons") or []) or title)
+        board.steps["parse"] = StepState(status="done", text="; ".join(reasons) or title)
         board.steps["approve"] = StepState(status="running", text="waiting for an approver")
         # Posted on its first change: a refused click leaves no trace in the channel.
         return self.surface.thread(channel, thread_ts=thread_ts, board=board)
