@@ -42,7 +42,7 @@ from bot.models import (
 )
 from handlers.slack.manifest import BOT_EVENTS, ManifestError, manifest, render_manifest
 from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID, ApprovalView, approval_blocks
-from handlers.slack.blocks.argv_diff import argv_diff
+from planners.argv import diff as argv_diff
 from handlers.slack.blocks.diagnosis import diagnosis_blocks
 from handlers.slack.blocks.excerpts import excerpt_blocks, excerpt_counts
 from handlers.slack.blocks.home import DeploymentSummary, HostSummary, home_view

@@ -11,7 +11,6 @@ from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, PlainTex
 
 from bot.events import ApprovalDecided, ApprovalRequested
 from bot.models import Frozen
-from handlers.slack.blocks.argv_diff import argv_diff
 from handlers.slack.blocks.mrkdwn import (
     MAX_SECTION_TEXT,
     bullets,
@@ -26,6 +25,7 @@ from handlers.slack.blocks.mrkdwn import (
     section,
     utc_time,
 )
+from planners.argv import diff as argv_diff
 
 APPROVE_ACTION_ID = "deploybot_approve"
 DENY_ACTION_ID = "deploybot_deny"
