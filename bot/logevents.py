@@ -1,4 +1,7 @@
-"""Typed events from the healthy path of an engine log (SGLang and vLLM), for the follower and the diagnoser.
+"""Typed events from the healthy path of an engine log, for the follower and the diagnoser.
+
+Each engine's own lines are its log dialect (planners/engines/<name>/logs.py); this module normalises lines, turns
+what a dialect reads into events, and tells engines apart by their fingerprints when nobody said which one ran.
 
 A ``LogReader`` is fed lines as they stream in and returns what they mean: weights loaded (how long, how much),
 the KV cache size, CUDA graphs captured, the server ready, periodic decode statistics (running requests,
@@ -23,6 +26,8 @@ from pydantic import Field, TypeAdapter
 
 from bot.models import Frozen
 from bot.redact import redact
+from planners.engines import registry
+from planners.engines.base import LogDialect
 
 # --------------------------------------------------------------------------------------------- normalisation
 
@@ -163,65 +168,14 @@ LOG_EVENT_ADAPTER: TypeAdapter[LogEvent] = TypeAdapter(LogEvent)
 
 # --------------------------------------------------------------------------------------------- patterns
 
-# Engine fingerprints: lines only one engine prints (paths and message texts), used when the engine is not given.
-SGLANG_MARK = re.compile(
-    r"server_args=ServerArgs|Decode batch[.,]|Prefill batch[.,]|Load weight (?:begin|end)|max_total_num_tokens="
-    r"|fired up and ready to roll|Scheduler hit an exception|KV Cache is allocated|Capture (?:piecewise )?cuda graph"
-    r"|/sglang/|sglang\.launch_server|sglang serve|Received sigquit|SIGQUIT received|mem-fraction-static"
-)
-VLLM_MARK = re.compile(
-    r"vLLM API server version|Initializing an? (?:V1 )?LLM engine|^\((?:APIServer|EngineCore\w*|Worker_TP\d+|VllmWorker"
-    r"[\w ]*|VllmWorkerProcess|RayWorkerVllm)\b|GPU KV cache size|Avg generation throughput|Maximum concurrency for"
-    r"|init engine \(profile|Starting vLLM|vllm serve|vllm\.entrypoints|/vllm/(?:v1|engine|worker|entrypoints"
-    r"|model_executor)/|gpu_memory_utilization"
-)
+# Each engine's own lines (ready, weights, KV, CUDA graphs, decode statistics, fingerprints) are its dialect,
+# planners/engines/<name>/logs.py; only what every engine's log shares is here.
 
-#: The first line of a launch (printed once): a log holding several launches is read from the last one.
-LAUNCH_START = re.compile(r"server_args=ServerArgs\(|vLLM API server version|non-default args:")
-
+#: The safetensors/tqdm loader's progress bar, printed the same by every Python engine.
 _WEIGHTS_PROGRESS = re.compile(
     r"(?:Loading (?:safetensors|pt|bin) checkpoint shards|Multi-thread loading shards):\s*(\d+)% Completed\s*\|\s*"
     r"(\d+)/(\d+)"
 )
-_SGL_LOAD_END = re.compile(r"Load weight end\.")
-_SGL_ELAPSED = re.compile(r"elapsed=([\d.]+)\s*s")
-_SGL_MEM_USAGE = re.compile(r"mem usage=([\d.]+)\s*GB")
-_VLLM_MODEL_LOADING = re.compile(r"Model loading took ([\d.]+) ?(?:GiB|GB)(?: memory)? and ([\d.]+) seconds")
-_VLLM_WEIGHTS_TOOK = re.compile(r"Loading weights took ([\d.]+) seconds")
-_VLLM_V0_WEIGHTS = re.compile(r"Loading model weights took ([\d.]+) ?(?:GiB|GB)")
-
-_SGL_KV = re.compile(r"KV Cache is allocated\..{0,300}?#tokens: (\d+)")
-_SGL_KV_KV_SIZES = re.compile(r"K size: ([\d.]+) GB, V size: ([\d.]+) GB")
-_SGL_KV_MLA_SIZE = re.compile(r"KV size: ([\d.]+) GB")
-_SGL_MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(\d+)")
-_VLLM_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) ?GiB")
-_VLLM_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_VLLM_V0_BLOCKS = re.compile(r"(?:GPU|cuda) blocks: (\d+)")
-_VLLM_V0_KV_SIZE = re.compile(r"kv_cache_size=([\d.]+) ?GiB")
-_VLLM_BLOCK_SIZE = re.compile(r"\bblock_size=(\d+)")
-
-_SGL_GRAPH_END = re.compile(r"Capture (?:piecewise )?cuda graph end\. Time elapsed: ([\d.]+) s\. mem usage=([\d.]+) GB",
-                            re.IGNORECASE)
-_VLLM_GRAPH_END = re.compile(r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) ?GiB")
-
-_SGL_READY = re.compile(r"The server is fired up and ready to roll")
-_UVICORN_RUNNING = re.compile(r"Uvicorn running on (https?://\S+)")
-_APP_STARTUP = re.compile(r"Application startup complete")
-_VLLM_STARTING = re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on (https?://\S+)")
-_VLLM_ROUTES = re.compile(r"^Available routes are:")
-
-_SGL_DECODE = re.compile(r"Decode batch[.,] #running-req: (\d+),")
-_SGL_THROUGHPUT = re.compile(r"gen throughput \(token/s\): ([\d.]+)")
-_SGL_ACCEPT_LEN = re.compile(r"accept len: ([\d.]+)")
-_SGL_ACCEPT_RATE = re.compile(r"accept rate: ([\d.]+)")
-_SGL_QUEUE = re.compile(r"#queue-req: (\d+)")
-_SGL_USAGE = re.compile(r"token usage: ([\d.]+)")
-_VLLM_THROUGHPUT = re.compile(r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
-_VLLM_WAITING = re.compile(r"(?:Waiting|Pending): (\d+) reqs")
-_VLLM_KV_USAGE = re.compile(r"GPU KV cache usage: ([\d.]+)%")
-_VLLM_SPEC = re.compile(r"(?:SpecDecoding|Speculative) metrics:")
-_VLLM_MEAN_ACCEPT = re.compile(r"Mean acceptance length: ([\d.]+)")
-_VLLM_ACCEPT_RATE = re.compile(r"(?:Avg )?Draft acceptance rate: ([\d.]+)(%?)")
 
 # Lines that say something went wrong (consumers decide what it means); warnings known to be harmless are excluded.
 _ERROR_TEXT = re.compile(
@@ -235,42 +189,48 @@ _HARMLESS = re.compile(
 )
 
 
+def _dialects(engine: str | None) -> tuple[LogDialect, ...]:
+    """The named engine's dialect; every registered engine's when the engine is not known."""
+    known = registry.find(engine)
+    return (known.dialect,) if known is not None else tuple(e.dialect for e in registry.engines())
+
+
+def is_launch_start(text: str) -> bool:
+    """The first line of a launch (any engine's): a log holding several launches is read from the last one."""
+    return any(d.launch_start is not None and d.launch_start.search(text) for d in _dialects(None))
+
+
+#: The built-in engines' launch lines as one pattern, for readers that search with a pattern (bot/diagnose/match.py).
+LAUNCH_START = re.compile("|".join(d.launch_start.pattern for d in _dialects(None) if d.launch_start is not None))
+
+
 def is_ready_line(line: str, engine: str | None = None) -> bool:
-    """Whether this line says the server is ready to serve.
+    """Whether this line says the server is ready to serve, in the engine's own words (planners/engines/*/logs.py).
 
     SGLang: only "The server is fired up and ready to roll!" (its Uvicorn lines come BEFORE the warm-up request, so
     they do not mean ready). vLLM: "Application startup complete." or "Uvicorn running on ...". With ``engine``
-    unknown the uvicorn lines count too: a caller that knows the engine is SGLang should say so.
+    unknown every engine's words count: a caller that knows the engine is SGLang should say so.
     """
     text = normalize_line(line).text
-    if _SGL_READY.search(text):
-        return True
-    if engine == "sglang":
-        return False
-    return bool(_APP_STARTUP.search(text) or _UVICORN_RUNNING.search(text))
+    return any(d.is_ready(text, {}) for d in _dialects(engine))
 
 
 def detect_engine(text: str) -> str | None:
-    """'sglang' or 'vllm' when one engine's fingerprints clearly dominate the text, else None."""
+    """The engine whose fingerprints clearly dominate the text, else None."""
     return detect_engine_of((raw, normalize_line(raw).text) for raw in text.splitlines())
 
 
 def detect_engine_of(lines: Iterable[tuple[str, str]]) -> str | None:
     """``detect_engine`` over (raw line, normalised text) pairs."""
-    sglang = vllm = 0
+    engines = registry.engines()
+    counts = [0] * len(engines)
     for raw, line in lines:
-        sglang += bool(SGLANG_MARK.search(line))
-        vllm += bool(VLLM_MARK.search(raw) or VLLM_MARK.search(line))
-    if sglang > vllm:
-        return "sglang"
-    if vllm > sglang:
-        return "vllm"
-    return None
-
-
-def _gib_from_gb(value: str) -> float:
-    # SGLang prints "GB" but computes with 1 << 30 (GiB); the figure is reported as printed.
-    return round(float(value), 2)
+        for i, engine in enumerate(engines):
+            counts[i] += engine.dialect.wrote(line, raw)
+    best = max(counts, default=0)
+    if best == 0 or counts.count(best) > 1:
+        return None
+    return engines[counts.index(best)].name
 
 
 class LogReader:
@@ -287,12 +247,11 @@ class LogReader:
     def _reset(self) -> None:
         self.url: str | None = None
         self.ready = False
-        self._routes_pending = False
+        self._dialects = _dialects(self.engine)
+        self._memo: dict[str, object] = {}  # the dialects' scratch for this launch (hints a later line completes)
         self._weights: WeightsLoaded | None = None
         self._progress: tuple[int, int] | None = None
         self._kv: KvCacheAllocated | None = None
-        self._kv_gib_hint: float | None = None
-        self._block_size = 16  # vLLM's default block size, used only for V0's "# GPU blocks" line
         self._graph: CudaGraphCaptured | None = None
         self._last_decode: DecodeStats | None = None
         self._last_error: str | None = None
@@ -305,15 +264,13 @@ class LogReader:
         text = norm.text
         if not text:
             return []
-        if LAUNCH_START.search(text) and (self._weights or self._kv or self.ready):
-            engine = self.engine
+        if (self._weights or self._kv or self.ready) and is_launch_start(text):
             self._reset()
-            self.engine = engine
         if self.engine is None:
-            if SGLANG_MARK.search(text):
-                self.engine = "sglang"
-            elif VLLM_MARK.search(line) or VLLM_MARK.search(text):
-                self.engine = "vllm"
+            found = next((e for e in registry.engines() if e.dialect.wrote(text, line)), None)
+            if found is not None:
+                self.engine = found.name
+                self._dialects = (found.dialect,)
         events: list[LogEvent] = []
         for reader in (self._weights_events, self._kv_events, self._graph_events, self._ready_events,
                        self._decode_events):
@@ -326,6 +283,14 @@ class LogReader:
                 events.append(error)
         return events
 
+    def _first(self, read: str, text: str) -> object:
+        """The first dialect's figures for this line (``read``: weights / kv / graph / decode)."""
+        for dialect in self._dialects:
+            found = getattr(dialect, read)(text, self._memo)
+            if found is not None:
+                return found
+        return None
+
     # ---------------------------------------------------------------- milestones
 
     def _weights_events(self, text: str) -> LogEvent | None:
@@ -336,20 +301,10 @@ class LogReader:
                 return None
             self._progress = state
             return WeightsProgress(done=state[0], total=state[1])
-        seconds: float | None = None
-        gib: float | None = None
-        if _SGL_LOAD_END.search(text):
-            elapsed, usage = _SGL_ELAPSED.search(text), _SGL_MEM_USAGE.search(text)
-            seconds = float(elapsed.group(1)) if elapsed else None
-            gib = _gib_from_gb(usage.group(1)) if usage else None
-        elif match := _VLLM_MODEL_LOADING.search(text):
-            gib, seconds = round(float(match.group(1)), 2), float(match.group(2))
-        elif match := _VLLM_WEIGHTS_TOOK.search(text):
-            seconds = float(match.group(1))
-        elif match := _VLLM_V0_WEIGHTS.search(text):
-            gib = round(float(match.group(1)), 2)
-        else:
+        found = self._first("weights", text)
+        if found is None:
             return None
+        seconds, gib = found  # type: ignore[misc]
         previous = self._weights
         merged = WeightsLoaded(
             seconds=seconds if seconds is not None else (previous.seconds if previous else None),
@@ -361,99 +316,47 @@ class LogReader:
         return merged
 
     def _kv_events(self, text: str) -> LogEvent | None:
-        tokens: int | None = None
-        gib: float | None = None
-        if match := _SGL_KV.search(text):
-            tokens = int(match.group(1))
-            if sizes := _SGL_KV_KV_SIZES.search(text):
-                gib = round(float(sizes.group(1)) + float(sizes.group(2)), 2)
-            elif size := _SGL_KV_MLA_SIZE.search(text):
-                gib = round(float(size.group(1)), 2)
-        elif match := _SGL_MAX_TOTAL.search(text):
-            tokens = int(match.group(1))
-            gib = self._kv.gib if self._kv and self._kv.tokens == tokens else None
-        elif match := _VLLM_KV_MEMORY.search(text):
-            self._kv_gib_hint = round(float(match.group(1)), 2)
+        found = self._first("kv", text)
+        if found is None:
             return None
-        elif match := _VLLM_KV_TOKENS.search(text):
-            tokens, gib = int(match.group(1).replace(",", "")), self._kv_gib_hint
-        elif match := _VLLM_V0_KV_SIZE.search(text):
-            self._kv_gib_hint = round(float(match.group(1)), 2)
-            return None
-        elif match := _VLLM_V0_BLOCKS.search(text):
-            tokens, gib = int(match.group(1)) * self._block_size, self._kv_gib_hint
-        else:
-            if match := _VLLM_BLOCK_SIZE.search(text):
-                self._block_size = int(match.group(1))
-            return None
+        tokens, gib = found  # type: ignore[misc]
         if self._kv is not None and self._kv.tokens == tokens and (gib is None or self._kv.gib == gib):
             return None
         self._kv = KvCacheAllocated(tokens=tokens, gib=gib)
+        self._memo["kv"] = (tokens, gib)
         return self._kv
 
     def _graph_events(self, text: str) -> LogEvent | None:
-        match = _SGL_GRAPH_END.search(text) or _VLLM_GRAPH_END.search(text)
-        if not match:
+        found = self._first("graph", text)
+        if found is None:
             return None
-        event = CudaGraphCaptured(seconds=float(match.group(1)), gib=round(float(match.group(2)), 2))
+        seconds, gib = found  # type: ignore[misc]
+        event = CudaGraphCaptured(seconds=seconds, gib=gib)
         if event == self._graph:
             return None
         self._graph = event
         return event
 
     def _ready_events(self, text: str) -> LogEvent | None:
-        if match := (_UVICORN_RUNNING.search(text) or _VLLM_STARTING.search(text)):
-            self.url = self.url or match.group(1).rstrip(".,)")
+        if self.url is None:
+            self.url = next((u for u in (d.url_in(text) for d in self._dialects) if u), None)
         if self.ready:
             return None
-        ready = bool(_SGL_READY.search(text))
-        if not ready and self.engine != "sglang":
-            if _VLLM_STARTING.search(text):
-                self._routes_pending = True
-            ready = bool(_APP_STARTUP.search(text) or _UVICORN_RUNNING.search(text)
-                         or (self._routes_pending and _VLLM_ROUTES.search(text)))
-        if not ready:
+        if not any(d.is_ready(text, self._memo) for d in self._dialects):
             return None
         self.ready = True
         return ServerReady(url=self.url)
 
     def _decode_events(self, text: str) -> LogEvent | None:
-        if match := _SGL_DECODE.search(text):
-            throughput = _SGL_THROUGHPUT.search(text)
-            if not throughput:
-                return None
-            accept_len, accept_rate = _SGL_ACCEPT_LEN.search(text), _SGL_ACCEPT_RATE.search(text)
-            queue, usage = _SGL_QUEUE.search(text), _SGL_USAGE.search(text)
-            stats = DecodeStats(
-                running=int(match.group(1)),
-                throughput_tok_s=float(throughput.group(1)),
-                accept_len=float(accept_len.group(1)) if accept_len else None,
-                accept_rate=float(accept_rate.group(1)) if accept_rate else None,
-                queued=int(queue.group(1)) if queue else None,
-                kv_usage=float(usage.group(1)) if usage else None,
-            )
-        elif match := _VLLM_THROUGHPUT.search(text):
-            waiting, usage = _VLLM_WAITING.search(text), _VLLM_KV_USAGE.search(text)
-            stats = DecodeStats(
-                running=int(match.group(2)),
-                throughput_tok_s=float(match.group(1)),
-                queued=int(waiting.group(1)) if waiting else None,
-                kv_usage=round(float(usage.group(1)) / 100, 4) if usage else None,
-            )
-        elif _VLLM_SPEC.search(text):
-            mean, rate = _VLLM_MEAN_ACCEPT.search(text), _VLLM_ACCEPT_RATE.search(text)
-            if not mean and not rate:
-                return None
-            rate_value = None
-            if rate:
-                rate_value = float(rate.group(1)) / (100 if rate.group(2) else 1)
-            base = self._last_decode or DecodeStats(running=0, throughput_tok_s=0.0)
-            stats = base.model_copy(update={
-                "accept_len": float(mean.group(1)) if mean else base.accept_len,
-                "accept_rate": round(rate_value, 4) if rate_value is not None else base.accept_rate,
-            })
-        else:
+        found = self._first("decode", text)
+        if found is None:
             return None
+        fields = dict(found)  # type: ignore[call-overload]
+        if fields.pop("merge", False):
+            base = self._last_decode or DecodeStats(running=0, throughput_tok_s=0.0)
+            stats = base.model_copy(update=fields)
+        else:
+            stats = DecodeStats(**fields)
         self._last_decode = stats
         return stats
 

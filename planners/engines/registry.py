@@ -73,6 +73,11 @@ def from_word(word: str) -> Engine | None:
     return next((e for e in _load().values() if key in {_squash(w) for w in e.words()}), None)
 
 
+def serving(cmdline: str) -> Engine | None:
+    """The engine a running server's command line belongs to, or None."""
+    return next((e for e in _load().values() if e.serves(cmdline)), None)
+
+
 def words() -> dict[str, str]:
     """Every word that names an engine (lower case, as spelled by the engine) -> its engine name."""
     return {w.lower(): e.name for e in _load().values() for w in e.words()}

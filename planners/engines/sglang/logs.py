@@ -1,9 +1,11 @@
 """SGLang's log dialect: the lines it prints at its milestones (python/sglang/srt/managers/scheduler.py,
-model_executor/model_runner.py, entrypoints/http_server.py; real logs in tests/data/crashlogs)."""
+model_executor/model_runner.py, entrypoints/http_server.py; formats in tests/data/engines/sglang-log-lines.md, real
+logs in tests/data/crashlogs) and the readers of their figures."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..base import LogDialect
 
@@ -33,6 +35,59 @@ ACCEPT_RATE = re.compile(r"accept rate: ([\d.]+)")
 QUEUE = re.compile(r"#queue-req: (\d+)")
 USAGE = re.compile(r"token usage: ([\d.]+)")
 
+
+def _gib_from_gb(value: str) -> float:
+    # SGLang prints "GB" but computes with 1 << 30 (GiB); the figure is reported as printed.
+    return round(float(value), 2)
+
+
+def read_weights(text: str, memo: dict[str, Any]) -> tuple[float | None, float | None] | None:
+    if not LOAD_END.search(text):
+        return None
+    elapsed, usage = ELAPSED.search(text), MEM_USAGE.search(text)
+    return (float(elapsed.group(1)) if elapsed else None), (_gib_from_gb(usage.group(1)) if usage else None)
+
+
+def read_kv(text: str, memo: dict[str, Any]) -> tuple[int, float | None] | None:
+    if match := KV.search(text):
+        gib = None
+        if sizes := KV_KV_SIZES.search(text):
+            gib = round(float(sizes.group(1)) + float(sizes.group(2)), 2)
+        elif size := KV_MLA_SIZE.search(text):
+            gib = round(float(size.group(1)), 2)
+        return int(match.group(1)), gib
+    if match := MAX_TOTAL.search(text):
+        tokens, last = int(match.group(1)), memo.get("kv")  # the reader keeps the last (tokens, gib) it returned
+        return tokens, (last[1] if last and last[0] == tokens else None)
+    return None
+
+
+def read_graph(text: str, memo: dict[str, Any]) -> tuple[float, float] | None:
+    match = GRAPH_END.search(text)
+    return (float(match.group(1)), round(float(match.group(2)), 2)) if match else None
+
+
+def read_ready(text: str, memo: dict[str, Any]) -> bool:
+    return bool(READY.search(text))
+
+
+def read_decode(text: str, memo: dict[str, Any]) -> dict[str, Any] | None:
+    match = DECODE.search(text)
+    throughput = THROUGHPUT.search(text) if match else None
+    if not match or not throughput:
+        return None
+    accept_len, accept_rate = ACCEPT_LEN.search(text), ACCEPT_RATE.search(text)
+    queue, usage = QUEUE.search(text), USAGE.search(text)
+    return {
+        "running": int(match.group(1)),
+        "throughput_tok_s": float(throughput.group(1)),
+        "accept_len": float(accept_len.group(1)) if accept_len else None,
+        "accept_rate": float(accept_rate.group(1)) if accept_rate else None,
+        "queued": int(queue.group(1)) if queue else None,
+        "kv_usage": float(usage.group(1)) if usage else None,
+    }
+
+
 DIALECT = LogDialect(
     fingerprint=FINGERPRINT,
     launch_start=LAUNCH_START,
@@ -40,5 +95,9 @@ DIALECT = LogDialect(
     weights_loaded=(LOAD_END,),
     kv_allocated=(KV, MAX_TOTAL),
     decode_stats=(DECODE,),
-    uvicorn_means_ready=False,
+    read_weights=read_weights,
+    read_kv=read_kv,
+    read_graph=read_graph,
+    read_ready=read_ready,
+    read_decode=read_decode,
 )

@@ -1,11 +1,13 @@
 """vLLM's log dialect: the lines it prints at its milestones (vllm/entrypoints/openai/api_server.py,
-v1/worker/gpu_model_runner.py, v1/core/kv_cache_utils.py, v1/metrics/loggers.py; real logs in tests/data/crashlogs)."""
+v1/worker/gpu_model_runner.py, v1/core/kv_cache_utils.py, v1/metrics/loggers.py; formats in
+tests/data/engines/vllm-log-lines.md, real logs in tests/data/crashlogs) and the readers of their figures."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from ..base import LogDialect
+from ..base import UVICORN_RUNNING, LogDialect
 
 #: Lines only vLLM prints (paths, process prefixes and message texts), used when the engine is not given.
 FINGERPRINT = re.compile(
@@ -34,12 +36,83 @@ KV_USAGE = re.compile(r"GPU KV cache usage: ([\d.]+)%")
 SPEC = re.compile(r"(?:SpecDecoding|Speculative) metrics:")
 MEAN_ACCEPT = re.compile(r"Mean acceptance length: ([\d.]+)")
 ACCEPT_RATE = re.compile(r"(?:Avg )?Draft acceptance rate: ([\d.]+)(%?)")
+#: vLLM's block size when the log does not say (used only for V0's "# GPU blocks" line).
+DEFAULT_BLOCK_SIZE = 16
+
+
+def read_weights(text: str, memo: dict[str, Any]) -> tuple[float | None, float | None] | None:
+    if match := MODEL_LOADING.search(text):
+        return float(match.group(2)), round(float(match.group(1)), 2)
+    if match := WEIGHTS_TOOK.search(text):
+        return float(match.group(1)), None
+    if match := V0_WEIGHTS.search(text):
+        return None, round(float(match.group(1)), 2)
+    return None
+
+
+def read_kv(text: str, memo: dict[str, Any]) -> tuple[int, float | None] | None:
+    """The KV size in tokens; the memory comes on an earlier line (a hint kept in memo)."""
+    if match := KV_MEMORY.search(text) or V0_KV_SIZE.search(text):
+        memo["kv_gib_hint"] = round(float(match.group(1)), 2)
+        return None
+    if match := KV_TOKENS.search(text):
+        return int(match.group(1).replace(",", "")), memo.get("kv_gib_hint")
+    if match := V0_BLOCKS.search(text):
+        return int(match.group(1)) * memo.get("block_size", DEFAULT_BLOCK_SIZE), memo.get("kv_gib_hint")
+    if match := BLOCK_SIZE.search(text):
+        memo["block_size"] = int(match.group(1))
+    return None
+
+
+def read_graph(text: str, memo: dict[str, Any]) -> tuple[float, float] | None:
+    match = GRAPH_END.search(text)
+    return (float(match.group(1)), round(float(match.group(2)), 2)) if match else None
+
+
+def read_ready(text: str, memo: dict[str, Any]) -> bool:
+    """"Application startup complete." / Uvicorn's line; or the route list after "Starting vLLM API server"."""
+    if STARTING.search(text):
+        memo["routes_pending"] = True
+    return bool(APP_STARTUP.search(text) or UVICORN_RUNNING.search(text)
+                or (memo.get("routes_pending") and ROUTES.search(text)))
+
+
+def read_decode(text: str, memo: dict[str, Any]) -> dict[str, Any] | None:
+    """The periodic stats line; the speculative metrics come on their own line and complete the last one."""
+    if match := THROUGHPUT.search(text):
+        waiting, usage = WAITING.search(text), KV_USAGE.search(text)
+        return {
+            "running": int(match.group(2)),
+            "throughput_tok_s": float(match.group(1)),
+            "queued": int(waiting.group(1)) if waiting else None,
+            "kv_usage": round(float(usage.group(1)) / 100, 4) if usage else None,
+        }
+    if not SPEC.search(text):
+        return None
+    mean, rate = MEAN_ACCEPT.search(text), ACCEPT_RATE.search(text)
+    if not mean and not rate:
+        return None
+    update: dict[str, Any] = {"merge": True}
+    if mean:
+        update["accept_len"] = float(mean.group(1))
+    if rate:
+        update["accept_rate"] = round(float(rate.group(1)) / (100 if rate.group(2) else 1), 4)
+    return update
+
 
 DIALECT = LogDialect(
     fingerprint=FINGERPRINT,
+    fingerprint_raw=True,
     launch_start=LAUNCH_START,
-    ready=(APP_STARTUP, re.compile(r"Uvicorn running on (https?://\S+)")),
+    ready=(APP_STARTUP, UVICORN_RUNNING),
     weights_loaded=(MODEL_LOADING, WEIGHTS_TOOK, V0_WEIGHTS),
     kv_allocated=(KV_TOKENS, V0_BLOCKS),
     decode_stats=(THROUGHPUT, SPEC),
+    uvicorn_means_ready=True,
+    url=STARTING,
+    read_weights=read_weights,
+    read_kv=read_kv,
+    read_graph=read_graph,
+    read_ready=read_ready,
+    read_decode=read_decode,
 )
