@@ -26,9 +26,10 @@ from planners import argv as argv_
 from planners.engines import registry
 from planners.engines.base import NEUTRAL_FLAGS, Engine
 from planners.plan import make_plan
+from tests.engines.llamacpp import ENGINE as LLAMACPP
 
 #: Engines defined in the tests, registered for this module only (adding the scratch engine is this one line).
-SCRATCH: tuple[Engine, ...] = ()
+SCRATCH: tuple[Engine, ...] = (LLAMACPP,)
 
 HERE = Path(__file__).parent
 PROBE = {k: v for k, v in json.loads((HERE / "data" / "probe_h200.json").read_text()).items() if k != "probe_seconds"}
