@@ -194,3 +194,39 @@ def test_a_tail_whose_error_line_is_elsewhere_is_placed_by_its_frames() -> None:
     result = diagnose(log)
     assert result.category == "jit_compile_failure", result.cause
     assert not any("above this tail" in step for step in result.next_steps)
+
+
+MORE_CASES = {
+    # pip's dependency-conflict report (pip/_internal/operations/check.py) before a launch script starts the server.
+    "pip_conflict": ("missing_dependency", """\
+ERROR: pip's dependency resolver does not currently take into account all the packages that are installed. This \
+behaviour is the source of the following dependency conflicts.
+vllm 0.9.1 requires torch==2.7.0, but you have torch 2.8.0 which is incompatible.
+"""),
+    # torch's dispatcher when torchvision was built for another torch (pytorch/vision#7311, #8152).
+    "torchvision_operator": ("missing_dependency", f"""\
+Traceback (most recent call last):
+  File "{_SITE}/torchvision/_meta_registrations.py", line 164, in <module>
+    @register_meta("nms")
+  File "{_SITE}/torch/library.py", line 795, in register
+    use_lib._register_fake(op_name, func, _stacklevel=stacklevel + 1)
+RuntimeError: operator torchvision::nms does not exist
+"""),
+    # A crash inside SGLang's NextN drafter model class (python/sglang/srt/models/deepseek_nextn.py).
+    "nextn_model_class": ("speculative_config_invalid", f"""\
+[2025-03-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "{_SGL}/model_executor/model_runner.py", line 380, in load_model
+    self.model = get_model(model_config=self.model_config, load_config=self.load_config)
+  File "{_SGL}/models/deepseek_nextn.py", line 118, in load_weights
+    param = params_dict[name]
+KeyError: 'model.decoder.mlp.experts.w2_weight_scale_inv'
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_CASES))
+def test_more_wordings_by_where_and_what(name: str) -> None:
+    category, log = MORE_CASES[name]
+    result = diagnose(log)
+    assert result.category == category, (name, result.category, result.cause)
+    assert result.next_steps

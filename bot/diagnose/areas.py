@@ -54,8 +54,10 @@ AREAS: tuple[Area, ...] = (
                           r"|\bcollect2\b|\bld(?:\.\w{1,8})?: |\binductor\b|\btriton\b|\bcubin\b|\bPTX\b", _I),
          kind="build"),
     Area("speculative_config_invalid", "the speculative-decoding (MTP/EAGLE/draft) path failed: {0}",
-         frames=re.compile(r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|medusa|ngram_|"
-                           r"/proposer|spec_utils|/spec_", _I),
+         # the drafters' own model classes too: llama_eagle3.py, deepseek_mtp.py, deepseek_nextn.py, medusa.py,
+         # mlp_speculator.py (vllm/model_executor/models/, sglang/srt/models/)
+         frames=re.compile(r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|medusa|ngram_|nextn"
+                           r"|speculat|/proposer|spec_utils|/spec_", _I),
          words=re.compile(r"speculat|\bdraft|\beagle|(?:\b|_)mtp(?:\b|_)|\bnextn|\bmedusa|num_speculative_tokens"
                           r"|\bspec_(?:decode|config|info|v2)|\bproposer|\bSpecV2|\bspec v2\b", _I)),
     Area("nccl_error", "multi-GPU communication (NCCL / torch.distributed) failed: {0}",
@@ -68,9 +70,12 @@ AREAS: tuple[Area, ...] = (
          kind="nccl"),
     Area("missing_dependency", "a package the engine needs is missing or does not import: {0}",
          classes=re.compile(r"^(?:ModuleNotFoundError|ImportError)$"),
+         # ... and a package whose installed version lacks what the engine calls: "module 'triton' has no attribute
+         # 'X'", torch's dispatcher "operator torchvision::nms does not exist" (torchvision built for another torch).
          words=re.compile(r"No module named|cannot import name|\bis not installed\b|\bplease install\b|\bpip install\b"
                           r"|undefined symbol|cannot open shared object|requires? the [\w.-]{1,40} (?:package|library)"
-                          r"|\bnot found in your environment\b", _I),
+                          r"|\bnot found in your environment\b|\bmodule '(?!transformers)[a-z_][\w.]{0,60}' has no "
+                          r"attribute\b|\boperator \w{1,40}::\w{1,80} does not exist", _I),
          kind="module"),
     Area("port_in_use", "a port the engine binds is taken: {0}",
          words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"

@@ -140,6 +140,13 @@ RULES: tuple[Rule, ...] = (
             r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf-mirror\.com)"),
          75, 0.85, "the engine tried to reach the model hub (huggingface.co) and could not", kind="network"),
     # ------------------------------------------------------------------ software install
+    # pip's resolver after an install that left the environment inconsistent: "vllm 0.9.1 requires torch==2.7.0, but
+    # you have torch 2.8.0 which is incompatible." (pip/_internal/operations/check.py, the dependency-conflict report).
+    Rule("pip_version_conflict", "missing_dependency",
+         _r(r"\b([\w.-]{1,80}) [\w.+-]{1,40} requires ([\w.-]{1,80})[^\n]{0,60}, but you have ([\w.-]{1,80}) "
+            r"([\w.+-]{1,40}) which is incompatible"), 66, 0.75,
+         "the installed {2} {3} does not match what {0} requires ({1}): a package version clash", kind="version_clash",
+         any_level=True),
     Rule("module_missing", "missing_dependency", _r(r"No module named '([\w.]+)'"), 72, 0.9,
          "the Python module '{0}' is not installed in the engine's environment", kind="module",
          exclude=OPTIONAL_IMPORT),

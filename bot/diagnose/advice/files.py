@@ -54,7 +54,13 @@ def advise_files(f: Finding, s: PlanView) -> Advice:
 
 
 def advise_dependency(f: Finding, s: PlanView) -> Advice:
-    text = f.decisive.text if f.decisive else ""
+    # The decisive line first, then the lines quoted with it (an import that failed under a warning before the crash).
+    text = " | ".join(line.text for line in [f.decisive, *f.support] if line is not None)
+    conflict = re.search(r"\b([\w.-]{1,80}) [\w.+-]{1,40} requires ([\w.-]{1,80})([^\n,]{0,60}), but you have", text)
+    if conflict:
+        return ([f"{conflict.group(1)} requires {conflict.group(2)}{conflict.group(3)}: install that version in the "
+                 f"engine's environment (pip install '{conflict.group(2)}{conflict.group(3).strip()}'), or reinstall "
+                 f"{conflict.group(1)} so pip picks its own pins"], None)
     python = "the engine's python"
     steps: list[str] = []
     module = re.search(r"No module named '([\w.]+)'", text)
@@ -69,7 +75,11 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
         package = PACKAGES.get(lacking.group(2).split(".")[0], lacking.group(2).split(".")[0].replace("_", "-"))
         steps.append(f"the installed {package} has no {lacking.group(1)}: it is older or newer than this engine "
                      f"release expects; install the {package} version the engine pins (see its requirements)")
-    elif "undefined symbol" in text or f.kind == "binary":
+    elif (operator := re.search(r"operator (\w{1,40})::\w{1,80} does not exist", text)):
+        package = PACKAGES.get(operator.group(1), operator.group(1))
+        steps.append(f"{package} was built for another torch than the one installed (its compiled operators do not "
+                     f"register): install the {package} release that matches the installed torch")
+    elif "undefined symbol" in text or "cannot open shared object file" in text or f.kind == "binary":
         library = re.search(r"(lib[\w.+-]+\.so[\w.]*)|/([\w.-]+\.so)", text)
         name = next((g for g in library.groups() if g), "a compiled extension") if library else "a compiled extension"
         if "libcudart" in text or "libcuda" in text:
