@@ -8,6 +8,7 @@ does not know is not a refusal: the planner allows it and says so. Versions are 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.models import GpuInfo
 
 from .engines import registry
+from .engines.base import SupportRow
 from .model import ModelSpec
 
 #: A registered engine's name (planners/engines/registry.py derives the set).
@@ -59,57 +61,29 @@ class Support(Frozen):
     source: str = ""
 
 
-_QWEN35 = Support(
-    minimum={"sglang": "0.5.9", "vllm": "0.17.0"},
-    mtp={"sglang": "0.5.9", "vllm": "0.17.0"},
-    trust_remote_code=("sglang",),
-    source="vLLM v0.17.0 'full Qwen 3.5 support' (0.16.0 rejects it); SGLang v0.5.9 (InferenceX MTP runs); "
-    "SGLang docs launch Qwen3.5 with --trust-remote-code",
-)
+class _Architectures(Mapping[str, Support]):
+    """Every architecture some registered engine lists, with each engine's row (planners/engines/*/support.py)."""
 
-ARCHITECTURES: dict[str, Support] = {
-    "Qwen3_5ForConditionalGeneration": _QWEN35,
-    "Qwen3_5MoeForConditionalGeneration": _QWEN35,
-    "Qwen3_5ForCausalLM": _QWEN35,
-    "Qwen3_5MoeForCausalLM": _QWEN35,
-    "Qwen3NextForCausalLM": Support(
-        minimum={"vllm": "0.10.2"},
-        known_good={"vllm": "0.11.0"},
-        mtp={"sglang": "0", "vllm": "0.10.2"},
-        source="vLLM blog 2025-09-11 (>=0.10.2, safe >=0.11.0); SGLang PR #10233 (NEXTN in docs/basic_usage/qwen3.md)",
-    ),
-    "DeepseekV3ForCausalLM": Support(
-        minimum={"sglang": "0.4.1", "vllm": "0.6.6"},
-        mtp={"sglang": "0", "vllm": "0"},
-        source="DeepSeek-V3 README (SGLang v0.4.1, vLLM v0.6.6)",
-    ),
-    "Qwen3ForCausalLM": Support(
-        minimum={"sglang": "0.4.6", "vllm": "0.8.5"},
-        source="Qwen3 model cards: 'sglang>=0.4.6.post1 or vllm>=0.8.5' (general knowledge, not in the notes)",
-    ),
-    "Qwen3MoeForCausalLM": Support(
-        minimum={"sglang": "0.4.6", "vllm": "0.8.5"},
-        source="Qwen3 model cards: 'sglang>=0.4.6.post1 or vllm>=0.8.5' (general knowledge, not in the notes)",
-    ),
-    "Gemma3ForConditionalGeneration": Support(
-        minimum={"vllm": "0.8.0"},
-        source="vLLM v0.8.0 added Gemma 3 (general knowledge, not in the notes)",
-    ),
-    "Gemma3ForCausalLM": Support(minimum={"vllm": "0.8.0"}, source="as Gemma3ForConditionalGeneration"),
-    "Glm4MoeForCausalLM": Support(mtp={"sglang": "0", "vllm": "0"}),
-    "MiMoForCausalLM": Support(mtp={"sglang": "0", "vllm": "0"}),
-    "LlamaForCausalLM": Support(),
-    "MistralForCausalLM": Support(),
-}
+    def __getitem__(self, arch: str) -> Support:
+        rows = {e.name: e.support[arch] for e in registry.engines() if arch in e.support}
+        if not rows:
+            raise KeyError(arch)
+        return Support(
+            minimum={n: r.minimum for n, r in rows.items() if r.minimum},
+            known_good={n: r.known_good for n, r in rows.items() if r.known_good},
+            mtp={n: r.mtp for n, r in rows.items() if r.mtp},
+            trust_remote_code=tuple(n for n, r in rows.items() if r.trust_remote_code),
+            source="; ".join(dict.fromkeys(r.source for r in rows.values() if r.source)),
+        )
 
-#: Model-name rules layered on the architecture (same class, newer weights that need a newer engine).
-NAME_RULES: list[tuple[re.Pattern[str], dict[str, str], str]] = [
-    (
-        re.compile(r"qwen3\.6", re.I),
-        {"sglang": "0.5.10", "vllm": "0.17.0"},
-        "SGLang cookbook: 'SGLang >=0.5.10 is required for Qwen3.6'",
-    ),
-]
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(a for e in registry.engines() for a in e.support))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+ARCHITECTURES: Mapping[str, Support] = _Architectures()
 
 #: Architectures whose checkpoints ship no MTP heads (used only when config.json has no MTP key).
 ARCHITECTURES_WITHOUT_MTP = frozenset(
@@ -142,15 +116,19 @@ def support_for(spec: ModelSpec) -> Support | None:
     return next((ARCHITECTURES[a] for a in spec.architectures if a in ARCHITECTURES), None)
 
 
+def _row(spec: ModelSpec, engine: Engine) -> SupportRow | None:
+    rows = registry.get(engine).support
+    return next((rows[a] for a in spec.architectures if a in rows), None)
+
+
 def minimum_version(spec: ModelSpec, model_name: str, engine: Engine) -> tuple[str | None, str]:
-    """The highest minimum that applies (architecture, then name rules), with its source."""
-    support = support_for(spec)
-    minimum = support.minimum.get(engine) if support else None
-    source = support.source if support else ""
-    for pattern, versions, rule_source in NAME_RULES:
-        wanted = versions.get(engine)
-        if pattern.search(model_name) and wanted and (minimum is None or at_least(wanted, minimum)):
-            minimum, source = wanted, rule_source
+    """The highest minimum that applies (the engine's architecture row, then its name rules), with its source."""
+    row = _row(spec, engine)
+    minimum = row.minimum if row else None
+    source = row.source if row else ""
+    for rule in registry.get(engine).name_rules:
+        if rule.pattern.search(model_name) and (minimum is None or at_least(rule.minimum, minimum)):
+            minimum, source = rule.minimum, rule.source
     return minimum, source
 
 

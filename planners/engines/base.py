@@ -198,6 +198,27 @@ class LogDialect:
         return stats
 
 
+@dataclass(frozen=True)
+class SupportRow:
+    """What an engine's releases serve of one architecture (planners/compat.py reads every engine's rows)."""
+
+    minimum: str | None = None  # the first release that serves it (None: no known minimum)
+    known_good: str | None = None  # below this it works with known problems (an old_engine risk)
+    #: the first release with an MTP drafter for it ("0": wherever the architecture is); None: no drafter
+    mtp: str | None = None
+    trust_remote_code: bool = False  # the engine's documented launch line for it passes --trust-remote-code
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """A model-name rule layered on the architecture (same class, newer weights that need a newer release)."""
+
+    pattern: re.Pattern[str]
+    minimum: str
+    source: str
+
+
 @runtime_checkable
 class Engine(Protocol):
     """One engine. See EngineBase for the parts every engine shares."""
@@ -213,6 +234,8 @@ class Engine(Protocol):
     renames: tuple[dict[str, Any], ...]  # flag renames between the captured releases (tools/engine_renames.py)
     known_good: str  # below this release the planner's memory model may not describe the engine
     issues_url: str  # where its bugs are filed
+    support: dict[str, SupportRow]  # architecture -> what its releases serve (compatibility rows)
+    name_rules: tuple[NameRule, ...]
 
     @property
     def owned_flags(self) -> frozenset[str]: ...  # the plan sets these itself; extra_args may not set them again
@@ -272,6 +295,8 @@ class EngineBase:
     renames: tuple[dict[str, Any], ...] = ()
     known_good: str = "0"
     issues_url: str = ""
+    support: dict[str, SupportRow] = {}
+    name_rules: tuple[NameRule, ...] = ()
 
     @property
     def owned_flags(self) -> frozenset[str]:

@@ -11,6 +11,7 @@ from . import argv, compat, flags, memory
 from .crash_rules import RULES
 from .logs import DIALECT
 from .renames import RENAMES
+from .support import NAME_RULES, SUPPORT
 
 if TYPE_CHECKING:
     from ...fit import EngineState, Fit, PlanContext, Slot
@@ -53,6 +54,8 @@ class SGLang(EngineBase):
     dialect = DIALECT
     crash_rules = RULES
     renames = tuple(RENAMES)
+    support = SUPPORT
+    name_rules = NAME_RULES
     #: Below this the planner's memory model (SGLang's mem-fraction heuristic of the PR #10975 era) may not hold.
     known_good = "0.5.0"
     issues_url = "github.com/sgl-project/sglang/issues"

@@ -11,6 +11,7 @@ from . import argv, compat, flags, memory
 from .crash_rules import RULES
 from .logs import DIALECT
 from .renames import RENAMES
+from .support import NAME_RULES, SUPPORT
 
 if TYPE_CHECKING:
     from ...fit import EngineState, Fit, PlanContext, Slot
@@ -54,6 +55,8 @@ class VLLM(EngineBase):
     dialect = DIALECT
     crash_rules = RULES
     renames = tuple(RENAMES)
+    support = SUPPORT
+    name_rules = NAME_RULES
     #: Below this the planner's memory model (the V1 profiler and hybrid KV allocator) may not describe vLLM.
     known_good = "0.10.0"
     issues_url = "github.com/vllm-project/vllm/issues"
