@@ -230,3 +230,20 @@ def test_more_wordings_by_where_and_what(name: str) -> None:
     result = diagnose(log)
     assert result.category == category, (name, result.category, result.cause)
     assert result.next_steps
+
+
+def test_a_plan_that_drafts_tips_an_unclear_crash_towards_the_drafter_but_never_alone() -> None:
+    """Error lines that mention the drafter around an exception that does not: the launch's speculative settings (the
+    plan, or vLLM's engine config line in the tail) tip it; without any evidence of its own it stays ``other``."""
+    crash = ("(EngineCore_DP0 pid=9) ERROR 04-01 10:00:00 [core.py:700] hidden states of the draft step: [4, 2048]\n"
+             "(EngineCore_DP0 pid=9) ERROR 04-01 10:00:00 [core.py:700] hidden states expected by the draft head: "
+             "[4, 4096]\n"
+             "(EngineCore_DP0 pid=9) ERROR 04-01 10:00:00 [core.py:700] RuntimeError: shape mismatch: [4, 2048] vs "
+             "[4, 4096]\n")
+    config = ("(EngineCore_DP0 pid=9) INFO 04-01 09:59:00 [core.py:80] Initializing a V1 LLM engine (v0.11.0) with "
+              "config: model='/models/Llama-3.1-8B', speculative_config=SpeculativeConfig(method='eagle3', model="
+              "'/models/EAGLE3-LLaMA3.1-8B', num_spec_tokens=3)\n")
+    assert diagnose(crash).category == "other"
+    assert diagnose(config + crash).category == "speculative_config_invalid"
+    bare = "(EngineCore_DP0 pid=9) ERROR 04-01 10:00:00 [core.py:700] RuntimeError: shape mismatch: [4, 2048]\n"
+    assert diagnose(config + bare).category == "other"

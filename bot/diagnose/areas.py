@@ -136,10 +136,15 @@ def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> 
     return score, placed
 
 
+#: Traceback lines that are not messages (their words are the frames', counted as frames).
+_FRAME_LINE = re.compile(r'^(?:File "|Traceback \(most recent call last\)|[\s^~]+$)')
+
+
 def _error_lines(finding: Finding, lines: list[LogLine]) -> list[str]:
     quoted = [line for line in [finding.decisive, *finding.support] if line is not None]
-    end = [line for line in lines[-60:] if line.text and line.level not in ("DEBUG", "INFO") and
-           ERROR_SHAPED.search(line.text)][-TAIL_ERRORS:]
+    end = [line for line in lines[-60:] if line.text and not line.code and not _FRAME_LINE.search(line.text) and (
+        line.level in ("ERROR", "CRITICAL") or (line.level != "INFO" and line.level != "DEBUG"
+                                                and ERROR_SHAPED.search(line.text)))][-TAIL_ERRORS:]
     seen: list[str] = []
     for line in quoted + end:
         if line.text not in seen and not OPTIONAL_IMPORT.search(line.text):
@@ -154,8 +159,20 @@ def _error_lines(finding: Finding, lines: list[LogLine]) -> list[str]:
 NATIVE_KINDS = ("kernel_crash", "segfault", "root_cause_elsewhere")
 
 
-def place(finding: Finding, lines: list[LogLine], structure: TailStructure) -> None:
-    """Move an unrecognised crash (``other``, nothing known) into the area its evidence points at, in place."""
+#: Speculative decoding is on in this launch, as the engines print their settings: vLLM's engine config line
+#: ("speculative_config=SpeculativeConfig(method='eagle3', ...)", "non-default args: {... 'speculative_config': {...")
+#: and its "Loading drafter model..." (vllm/v1/worker/gpu_model_runner.py), SGLang's
+#: "server_args=ServerArgs(... speculative_algorithm='EAGLE3' ...)", or the flags on a pasted command line.
+SPECULATIVE_ON = re.compile(
+    r"speculative_config=SpeculativeConfig\(|'speculative_config': \{|\"speculative_config\": \{"
+    r"|speculative_algorithm='(?!None')\w|--speculative[-_](?:algorithm|config|model|draft)|Loading drafter model")
+#: What a plan or a tail that runs speculative decoding adds to the speculative area: a prior, never enough alone.
+_SPECULATIVE_PRIOR = 1
+
+
+def place(finding: Finding, lines: list[LogLine], structure: TailStructure, speculative: bool = False) -> None:
+    """Move an unrecognised crash (``other``, nothing known) into the area its evidence points at, in place.
+    ``speculative``: the plan runs speculative decoding (the tail may say so too)."""
     if finding.category != "other":
         return
     native = finding.kind in NATIVE_KINDS
@@ -167,6 +184,9 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure) -> N
     chain += [other for other in reversed(structure.exceptions) if other.frames and other not in chain][:2]
     error_lines = _error_lines(finding, lines)
     scores = [_score(area, chain, error_lines) for area in AREAS]
+    if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
+        scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
+                  else (score, placed) for area, (score, placed) in zip(AREAS, scores)]
     ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
     (best, index), (second, runner_up) = ranked[0], ranked[1]
     if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):

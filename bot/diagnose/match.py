@@ -283,7 +283,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
     if finding is None:
         return healthy_diagnosis(lines, health)
-    place(finding, lines, structure)  # an unrecognised crash: where it was raised and what its lines say
+    # An unrecognised crash: where it was raised and what its lines say (and whether the plan drafts).
+    place(finding, lines, structure, speculative=bool(plan and plan.speculative not in (None, "none")))
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \
             and exit_code != 0:
         finding.confidence = min(finding.confidence, 0.45)
