@@ -28,6 +28,7 @@ from bot.hostview import HostView
 from bot.probe import ProbeFailed, probe, run_agent
 from bot.remote import SshRemote
 from bot.store import Store
+from planners.engines import registry
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 _TARGET = re.compile(r"^(?:(?P<user>[A-Za-z0-9._][A-Za-z0-9._-]*)@)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]+))"
@@ -78,11 +79,12 @@ def choose_env(envs: list[dict[str, Any]], python: str | None) -> dict[str, Any]
             return chosen[0]
         return {"python": python, "path": python, "engines": {}}
     if not envs:
-        raise OnboardError("no interpreter with sglang or vllm was found on the host (searched the home folder's "
+        raise OnboardError(f"no interpreter with {' or '.join(registry.names())} was found on the host (searched the home folder's "
                            "envs, conda envs, /opt/*, the system python3); install an engine there, or name its "
                            "interpreter with --python PATH")
-    # Both engines first, then SGLang's, then vLLM's; among equals the first found (the home folder's first).
-    return max(envs, key=lambda e: (len(e["engines"]), "sglang" in e["engines"]))
+    # The most engines first, then the registry's first engine; among equals the first found (the home folder's).
+    preferred = registry.names()[0]  # the planner's first choice when several are installed
+    return max(envs, key=lambda e: (len(e["engines"]), preferred in e["engines"]))
 
 
 def choose_models_dirs(found: list[dict[str, Any]]) -> tuple[str, list[str]]:

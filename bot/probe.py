@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from bot.config import HostConfig
 from bot.models import HostFacts
 from bot.remote import Remote, RemoteError
+from planners.engines import registry
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -35,6 +36,7 @@ def agent_source(name: str) -> str:
 
 async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeout: float = 120) -> dict:
     """Run one of bot/agents/*.py on the host with its python, the script on stdin, args as one JSON argv value."""
+    args = {**args, "engines": registry.probe_spec()}  # the agents know no engine themselves
     result = await remote.run([python, "-", json.dumps(args)], input=agent_source(name), timeout=timeout)
     if result.exit_status == 127:
         raise ProbeFailed(f"{remote.host}: the engine python {python} was not found on the host (check `python:` in app.yaml)")

@@ -38,7 +38,7 @@ ENGINE_CHECK = r"""
 import importlib.util, json, os, re, sys
 from importlib import metadata
 out = {"python_version": sys.version.split()[0], "engines": {}}
-for name in ("sglang", "vllm"):
+for name in json.loads(sys.argv[1]):
     try:
         out["engines"][name] = metadata.version(name)
         continue
@@ -78,9 +78,14 @@ def candidates():
     return found
 
 
+#: The engines' Python packages, as the bot sends them (planners/engines/registry.py probe_spec); these defaults are
+#: what it sends today, for running the agent by hand.
+PACKAGES = ["sglang", "vllm"]
+
+
 def check(python):
     try:
-        done = subprocess.run([python, "-c", ENGINE_CHECK], capture_output=True, text=True, timeout=60,
+        done = subprocess.run([python, "-c", ENGINE_CHECK, json.dumps(PACKAGES)], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
         answer = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
     except Exception:  # noqa: BLE001 - a broken env is just not an engine env
@@ -107,6 +112,9 @@ def models_dirs():
 
 
 def main():
+    global PACKAGES  # noqa: PLW0603 - the bot's list replaces the defaults for this run
+    args = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    PACKAGES = [e["package"] for e in args.get("engines") or []] or PACKAGES
     pythons = candidates()
     with ThreadPoolExecutor(max_workers=8) as pool:
         envs = [e for e in pool.map(check, pythons) if e]

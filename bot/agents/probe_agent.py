@@ -192,23 +192,33 @@ def _flag(argv, *names):
     return None
 
 
+#: The engines the bot knows, as it sends them (planners/engines/registry.py probe_spec): each one's package, the argv
+#: that prints its --help, the words of its servers' command lines and its spellings of model / port / TP. These
+#: defaults are what the bot sends today, for running the agent by hand.
+ENGINES = [
+    {"name": "sglang", "package": "sglang", "help": ["-m", "sglang.launch_server", "--help"],
+     "marks": ["sglang.launch_server", "sglang serve"],
+     "flags": {"model": ["--model-path"], "port": ["--port"], "tp": ["--tp-size", "--tensor-parallel-size", "--tp"]}},
+    {"name": "vllm", "package": "vllm", "help": ["-m", "vllm.entrypoints.openai.api_server", "--help"],
+     "marks": ["vllm.entrypoints", "vllm serve"],
+     "flags": {"model": ["--model"], "port": ["--port"], "tp": ["--tensor-parallel-size", "-tp"]}},
+]
+
+
 def recognise_server(argv):
-    """A running sglang / vllm server, from its command line."""
+    """A running server of one of the engines, from its command line."""
     joined = " ".join(argv)
-    engine = None
-    if "sglang.launch_server" in joined or ("sglang" in joined and " serve" in joined):
-        engine = "sglang"
-    elif "vllm.entrypoints" in joined or ("vllm" in joined and " serve" in joined):
-        engine = "vllm"
+    engine = next((e for e in ENGINES if any(mark in joined for mark in e["marks"])), None)
     if engine is None:
         return None
-    model = _flag(argv, "--model-path", "--model")
+    flags = engine.get("flags", {})
+    model = _flag(argv, *flags.get("model", []))
     if model is None and "serve" in argv:
         after = argv[argv.index("serve") + 1:]
         model = after[0] if after and not after[0].startswith("-") else None
-    port = _int_or_none(_flag(argv, "--port"))
-    tp = _int_or_none(_flag(argv, "--tp-size", "--tp", "--tensor-parallel-size", "-tp"))
-    return {"engine": engine, "model_path": model, "port": port, "tp": tp}
+    port = _int_or_none(_flag(argv, *flags.get("port", [])))
+    tp = _int_or_none(_flag(argv, *flags.get("tp", [])))
+    return {"engine": engine["name"], "model_path": model, "port": port, "tp": tp}
 
 
 def enrich_processes(processes):
@@ -296,12 +306,13 @@ def engines():
     from importlib import metadata  # noqa: PLC0415
 
     found = {}
-    for name in ("sglang", "vllm"):
+    for engine in ENGINES:
+        name, package = engine["name"], engine["package"]
         try:
-            found[name] = {"name": name, "version": metadata.version(name)}
+            found[name] = {"name": name, "version": metadata.version(package)}
         except metadata.PackageNotFoundError:
             try:
-                version = _source_version(name)
+                version = _source_version(package)
             except Exception as exc:  # noqa: BLE001
                 found[name] = {"name": name, "error": str(exc)[:300]}
                 continue
@@ -312,19 +323,14 @@ def engines():
     return found
 
 
-HELP_COMMANDS = {
-    "sglang": ["-m", "sglang.launch_server", "--help"],
-    "vllm": ["-m", "vllm.entrypoints.openai.api_server", "--help"],
-}
-
-
 def engine_help(names):
     helps = {}
+    commands = {e["name"]: e["help"] for e in ENGINES}
     for name in names:
-        if name not in HELP_COMMANDS:
+        if name not in commands:
             continue
         try:
-            done = subprocess.run([sys.executable, *HELP_COMMANDS[name]], capture_output=True, text=True,
+            done = subprocess.run([sys.executable, *commands[name]], capture_output=True, text=True,
                                   timeout=120, check=False)
             helps[name] = done.stdout[-200000:]
         except Exception as exc:  # noqa: BLE001
@@ -347,7 +353,9 @@ def memory():
 
 
 def main():
+    global ENGINES  # noqa: PLW0603 - the bot's list replaces the defaults for this run
     args = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    ENGINES = args.get("engines") or ENGINES
     if args.get("help_only"):
         # Once per engine version: `--help` imports the engine (slow), so its answer is cached by the bot.
         sys.stdout.write(json.dumps({"engine_help": engine_help(args["help_only"])}))

@@ -78,6 +78,22 @@ def serving(cmdline: str) -> Engine | None:
     return next((e for e in _load().values() if e.serves(cmdline)), None)
 
 
+def probe_spec() -> list[dict[str, object]]:
+    """What the probe agents on a host need to know of each engine (they run with the host's Python alone, so the
+    bot sends this): its package, the argv that prints its --help, the words of its servers' command lines, and
+    its spellings of model / port / TP. Engines run as a binary are not looked up by the Python agents."""
+    spec: list[dict[str, object]] = []
+    for engine in _load().values():
+        found = engine.discovery
+        if not found.package or not found.module:
+            continue
+        flags = {n: [engine.flag_names[n], *engine.flag_alternatives.get(n, ())] for n in ("model", "port", "tp")
+                 if engine.flag_names.get(n)}
+        spec.append({"name": engine.name, "package": found.package, "help": ["-m", found.module, *found.help_args],
+                     "marks": list(found.cmdline_marks), "flags": flags})
+    return spec
+
+
 def words() -> dict[str, str]:
     """Every word that names an engine (lower case, as spelled by the engine) -> its engine name."""
     return {w.lower(): e.name for e in _load().values() for w in e.words()}

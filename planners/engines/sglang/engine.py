@@ -50,7 +50,7 @@ class SGLang(EngineBase):
         "mamba_strategy": flags.MAMBA_STRATEGY_FLAG,
         "metrics": "--enable-metrics",
     }
-    flag_alternatives = {"tp": flags.TP_FLAGS[1:]}
+    flag_alternatives = {"tp": flags.TP_FLAGS[1:], "model": ("--model",)}
     dialect = DIALECT
     crash_rules = RULES
     renames = tuple(RENAMES)
