@@ -56,15 +56,18 @@ AREAS: tuple[Area, ...] = (
     Area("speculative_config_invalid", "the speculative-decoding (MTP/EAGLE/draft) path failed: {0}",
          # the drafters' own model classes too: llama_eagle3.py, deepseek_mtp.py, deepseek_nextn.py, medusa.py,
          # mlp_speculator.py (vllm/model_executor/models/, sglang/srt/models/)
+         # (vLLM's maybe_override_with_speculators runs on every start: not the drafter's code)
          frames=re.compile(r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|medusa|ngram_|nextn"
-                           r"|speculat|/proposer|spec_utils|/spec_", _I),
-         words=re.compile(r"speculat|\bdraft|\beagle|(?:\b|_)mtp(?:\b|_)|\bnextn|\bmedusa|num_speculative_tokens"
-                          r"|\bspec_(?:decode|config|info|v2)|\bproposer|\bSpecV2|\bspec v2\b", _I)),
+                           r"|(?<!override_with_)speculat|/proposer|spec_utils|/spec_", _I),
+         # anywhere in an identifier too ('set_eagle3_layers_to_capture', 'num_draft_tokens', 'EagleProposer'):
+         # these words name nothing else in an engine's log
+         words=re.compile(r"speculat|draft|eagle|mtp|nextn|medusa|proposer|\bspec_|_spec_|_spec\b|SpecV2"
+                          r"|\bspec v2\b", _I)),
     Area("nccl_error", "multi-GPU communication (NCCL / torch.distributed) failed: {0}",
          frames=re.compile(r"pynccl|torch/distributed/|device_communicators/|custom_all_reduce|parallel_state\.py"
                            r"|/distributed/communication_op|nccl", _I),
          classes=re.compile(r"^(?:DistBackendError|DistNetworkError|DistStoreError|DistError)$"),
-         words=re.compile(r"\bnccl\w{0,20}|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
+         words=re.compile(r"nccl|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
                           r"|\bcollective\b|\bc10d\b|\bgloo\b|\brendezvous\b|\bTCPStore\b|\bcuda ?ipc\b"
                           r"|\bP2P\b|\bpeer access\b", _I),
          kind="nccl"),

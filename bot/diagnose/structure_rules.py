@@ -84,7 +84,7 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        exclude=r"Unrecognized model in|does not appear to have"),
     _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7,
        "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
-       "version ({0})", frames=r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|nextn|medusa|speculat", depth=4,
+       "version ({0})", frames=r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|nextn|medusa", depth=4,
        exclude=r"out of memory"),
     _s("validation_speculative", "speculative_config_invalid", r"ValidationError$", 70, 0.8,
        "vLLM rejected the speculative-decoding configuration ({0})", message=r"\bfor SpeculativeConfig\b"),
