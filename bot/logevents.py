@@ -247,6 +247,10 @@ class LogReader:
     def _reset(self) -> None:
         self.url: str | None = None
         self.ready = False
+        # every engine's figures are read whichever engine runs (a mislabelled or mixed log loses nothing); only
+        # what "ready" means is the running engine's own
+        self._all = _dialects(None)
+        self._readers = {read: tuple(getattr(d, read) for d in self._all) for read in ("weights", "kv", "graph", "decode")}
         self._dialects = _dialects(self.engine)
         self._memo: dict[str, object] = {}  # the dialects' scratch for this launch (hints a later line completes)
         self._weights: WeightsLoaded | None = None
@@ -264,7 +268,9 @@ class LogReader:
         text = norm.text
         if not text:
             return []
-        if (self._weights or self._kv or self.ready) and is_launch_start(text):
+        if (self._weights or self._kv or self.ready) and any(
+            d.launch_start is not None and d.launch_start.search(text) for d in self._all
+        ):
             self._reset()
         if self.engine is None:
             found = next((e for e in registry.engines() if e.dialect.wrote(text, line)), None)
@@ -285,8 +291,9 @@ class LogReader:
 
     def _first(self, read: str, text: str) -> object:
         """The first dialect's figures for this line (``read``: weights / kv / graph / decode)."""
-        for dialect in self._dialects:
-            found = getattr(dialect, read)(text, self._memo)
+        memo = self._memo
+        for reader in self._readers[read]:
+            found = reader(text, memo)
             if found is not None:
                 return found
         return None
