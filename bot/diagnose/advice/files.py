@@ -8,6 +8,7 @@ import re
 from bot.diagnose.advice.plan_view import PACKAGES, PlanView, gib
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
+from planners.engines import registry
 
 
 def advise_hub(f: Finding, s: PlanView) -> Advice:
@@ -68,7 +69,7 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
         top = module.group(1).split(".")[0]
         package = PACKAGES.get(top, top.replace("_", "-"))
         steps.append(f"install {package} into the environment the engine runs in: {python} -m pip install {package}")
-        if top in ("vllm", "sglang"):
+        if registry.is_engine(top):
             steps.append(f"{top} itself is missing: the launch used a different Python (venv/conda) than the one "
                          f"that has it")
     elif (lacking := re.search(r"cannot import name '(\w{1,80})' from '([\w.]{1,120})'", text)):

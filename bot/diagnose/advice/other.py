@@ -11,6 +11,7 @@ from bot.diagnose.types import Advice, Finding
 from bot.diagnose.advice.version import installed_version
 from bot.models import Fix, PlanOverrides
 from planners.compat import engine_label
+from planners.engines import registry
 
 _TRIGGERS = {
     "kv_cache_insufficient": "the KV cache sizing", "cuda_graph_oom": "CUDA graph capture",
@@ -93,7 +94,7 @@ def _first_step(f: Finding, s: PlanView) -> str:
     exc = (structure.exception_at(f.pos) or structure.last_exception) if structure else None
     if exc is not None:
         package = _package_of(exc.frames[-1].path) if exc.frames else None
-        if package and package not in ("sglang", "vllm", "python"):
+        if package and package != "python" and not registry.is_engine(package):
             return f"the engine raised {exc.qualname}{context}: raised inside {package}, so most likely the " \
                    f"installed " \
                    f"{package} does not match what this engine release expects: install the {package} version the " \

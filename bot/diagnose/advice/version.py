@@ -10,6 +10,7 @@ from bot.diagnose.advice.plan_view import PlanView, other_engine
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 from planners.compat import ARCHITECTURES, at_least, engine_label
+from planners.engines import registry
 
 #: An architecture class name as engines print it (Qwen3_5ForCausalLM, DeepseekV3ForCausalLM, LlavaQwenModel).
 _ARCH_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]{1,80}For(?:CausalLM|ConditionalGeneration|SequenceClassification"
@@ -56,7 +57,7 @@ def architecture_named(f: Finding, s: PlanView) -> str | None:
 
 def added_in(arch: str | None, engine: str | None, *, mtp: bool = False) -> str | None:
     """The first release of ``engine`` that serves ``arch`` (or drafts it with MTP), when the table knows."""
-    if not arch or engine not in ("sglang", "vllm") or arch not in ARCHITECTURES:
+    if not arch or not engine or not registry.is_engine(engine) or arch not in ARCHITECTURES:
         return None
     table = ARCHITECTURES[arch].mtp if mtp else ARCHITECTURES[arch].minimum
     version = table.get(engine)
