@@ -23,6 +23,7 @@ from bot.config import Secrets
 from bot.events import Failed, Stopped
 from bot.metrics import BotMetrics, ObservedThread
 from bot.pipeline import Outcome, Pipeline
+from handlers.slack.ackgate import AckGate
 from handlers.slack.approvals import ApprovalClicks
 from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
 from handlers.slack.board import StatusBoard, StepState
@@ -63,6 +64,8 @@ class SlackSurface:
         self.stories = StoryLoop()
         # The stories' Web API calls keep their connections (on the story loop); Bolt's own calls use `client`.
         self.story_client = pooled_copy(self.client, self.stories.loop)
+        #: Counts the requests whose ack has not gone back (serve's middleware); a story starts after them.
+        self.acks = AckGate()
         self._closed = False
         self.tasks: set[asyncio.Future[Any]] = set()
         self._names: dict[asyncio.Future[Any], str] = {}
@@ -95,12 +98,21 @@ class SlackSurface:
     # ----------------------------------------------------------------------------------------- background work
 
     def spawn(self, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Future[Any]:
-        """Run `work` on the story loop (never on the loop that acks); returns a future of the calling loop."""
-        future = self.stories.submit(work)
+        """Run `work` on the story loop (never on the loop that acks), once the acks in flight went back (see
+        handlers/slack/ackgate.py); returns a future of the calling loop."""
+        future = self.stories.submit(self._after_acks(work))
         self.tasks.add(future)
         self._names[future] = name
         future.add_done_callback(self._task_done)
         return future
+
+    async def _after_acks(self, work: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            await self.acks.quiet()
+        except BaseException:
+            work.close()  # cancelled before it began: never started, never awaited
+            raise
+        return await work
 
     def _task_done(self, task: asyncio.Future[Any]) -> None:
         self.tasks.discard(task)
@@ -192,8 +204,8 @@ class SlackSurface:
                     board = StatusBoard(title=f"start {dep.model} on {dep.host}")
                     board.steps["ready"] = StepState(status="done", text="ready before deploybot restarted")
                 thread = self.thread(dep.channel, thread_ts=dep.thread_ts, status_ts=dep.status_ts, board=board)
-                tasks.append(self.spawn(self.run(thread, self.pipeline.resume(dep, Told(thread, self.store),
-                                                                              until_ready=self.until_ready)),
+                told = Told(thread, self.store, self.acks)
+                tasks.append(self.spawn(self.run(thread, self.pipeline.resume(dep, told, until_ready=self.until_ready)),
                                         name=f"resume:{dep.id}"))
             else:
                 logged = ObservedThread(LogThread(dep), self.metrics.story())

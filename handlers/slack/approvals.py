@@ -63,7 +63,7 @@ class ApprovalClicks:
         thread_ts = ((message.thread_ts if message else None) or data.get("thread_ts")
                      or body.get("message", {}).get("thread_ts") or body.get("container", {}).get("message_ts"))
         thread = await self._decision_thread(row, message, channel, thread_ts)
-        told = Told(thread, self.store)
+        told = Told(thread, self.store, self.surface.acks)
         outcome = await self.surface.run(thread, self.pipeline.decide(approval_id, user, approve, told,
                                                                       until_ready=self.until_ready))
         if outcome is None:

@@ -106,7 +106,8 @@ class ThreadCommands:
             # A new deployment: its own status message in the same thread.
             thread = self.surface.thread(channel, thread_ts=thread_ts, requested_at=time.perf_counter())
             request = target.model_copy(update={"action": "restart"})
-            await self.surface.run(thread, self.pipeline.handle_request(request, Told(thread, self.store), who,
+            told = Told(thread, self.store, self.surface.acks)
+            await self.surface.run(thread, self.pipeline.handle_request(request, told, who,
                                                                         until_ready=self.until_ready))
             return
         reply = self.surface.thread(channel, thread_ts=thread_ts, status_message=False,

@@ -115,6 +115,6 @@ class DeployCommand:
                     response_type="ephemeral", replace_original=False)
             return
         who = Requester(user, thread.channel, thread.thread_ts)
-        told = Told(thread, self.store)
+        told = Told(thread, self.store, self.surface.acks)
         await self.surface.run(thread, self.pipeline.handle_request(request, told, who,
                                                                     until_ready=self.until_ready))

@@ -18,6 +18,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.events import Event
 from bot.metrics import BotMetrics, StoryMetrics
+from handlers.slack.ackgate import AckGate
 from handlers.slack.thread import SlackThread
 
 METRICS_PATH = "/metrics"
@@ -45,25 +46,32 @@ def metrics_route(metrics: BotMetrics) -> Handler:
     return handle
 
 
-def ack_timer(metrics: BotMetrics, path: str) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """aiohttp middleware: the time from a Slack request's arrival to its response (the ack) on `path`."""
+def ack_timer(metrics: BotMetrics, path: str,
+              gate: AckGate | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """aiohttp middleware: the time from a Slack request's arrival to its response (the ack) on `path`; `gate`
+    counts the requests not answered yet (the stories wait for them, handlers/slack/ackgate.py)."""
 
     @web.middleware
     async def timed(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method != "POST" or request.path != path:
             return await handler(request)
         started = time.perf_counter()
+        if gate is not None:
+            gate.enter()
         try:
             return await handler(request)
         finally:
+            if gate is not None:
+                gate.leave()
             metrics.ack.observe(time.perf_counter() - started)
 
     return timed
 
 
-def instrument(web_app: web.Application, metrics: BotMetrics, events_path: str) -> web.Application:
+def instrument(web_app: web.Application, metrics: BotMetrics, events_path: str,
+               gate: AckGate | None = None) -> web.Application:
     """Bolt's aiohttp app with `GET /metrics` beside its events path and the ack timed."""
-    web_app.middlewares.append(ack_timer(metrics, events_path))
+    web_app.middlewares.append(ack_timer(metrics, events_path, gate))
     web_app.router.add_get(METRICS_PATH, metrics_route(metrics))
     return web_app
 
@@ -71,15 +79,20 @@ def instrument(web_app: web.Application, metrics: BotMetrics, events_path: str) 
 class TimedSocketModeHandler(AsyncSocketModeHandler):
     """Bolt's Socket Mode handler, timing each envelope from its arrival to the ack sent back."""
 
-    def __init__(self, *args: Any, metrics: BotMetrics, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, metrics: BotMetrics, gate: AckGate | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.metrics = metrics
+        self.gate = gate
 
     async def handle(self, client: Any, req: Any) -> None:
         started = time.perf_counter()
+        if self.gate is not None:
+            self.gate.enter()
         try:
             await super().handle(client, req)
         finally:
+            if self.gate is not None:
+                self.gate.leave()
             self.metrics.ack.observe(time.perf_counter() - started)
 
 

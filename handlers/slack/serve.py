@@ -86,10 +86,11 @@ class SlackService:
             if self._metrics_port is not None:
                 self.metrics_server = MetricsServer(metrics, self.host, self._metrics_port)
                 await self.metrics_server.start()
-            self._socket = TimedSocketModeHandler(self.surface.app, self.secrets.slack_app_token, metrics=metrics)
+            self._socket = TimedSocketModeHandler(self.surface.app, self.secrets.slack_app_token, metrics=metrics,
+                                                  gate=self.surface.acks)
             await self._socket.connect_async()
         else:
-            web_app = instrument(self.surface.app.web_app(path=EVENTS_PATH), metrics, EVENTS_PATH)
+            web_app = instrument(self.surface.app.web_app(path=EVENTS_PATH), metrics, EVENTS_PATH, self.surface.acks)
             self._runner = web.AppRunner(web_app, access_log=None)
             await self._runner.setup()
             await web.TCPSite(self._runner, self.host, self._port).start()

@@ -22,6 +22,7 @@ from bot.events import ApprovalDecided, Event, Launched, LogExcerpt
 from bot.models import Deployment
 from bot.pipeline import Outcome, Pipeline
 from bot.store import Store
+from handlers.slack.ackgate import AckGate
 from handlers.slack.board import StatusBoard
 from handlers.slack.refs import SlackRefs
 from handlers.slack.thread import SlackThread
@@ -37,6 +38,7 @@ class Surface(Protocol):
     config: AppConfig
     client: AsyncWebClient
     refs: SlackRefs
+    acks: AckGate
     until_ready: bool
 
     def spawn(self, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Future[Any]: ...
@@ -51,12 +53,15 @@ class Surface(Protocol):
 class Told:
     """The Thread the pipeline talks to: tells the SlackThread, and notes what the surface needs afterwards."""
 
-    def __init__(self, slack: SlackThread, store: Store) -> None:
+    def __init__(self, slack: SlackThread, store: Store, acks: AckGate | None = None) -> None:
         self.slack = slack
         self.store = store
+        self.acks = acks
         self.decisions: list[ApprovalDecided] = []
 
     async def emit(self, event: Event) -> None:
+        if self.acks is not None:
+            await self.acks.quiet()  # rendering and posting it is story work: the pending acks go first
         await self.slack.emit(event)
         if isinstance(event, Launched) and self.slack.status_ts is not None:
             # Kept with the deployment so that a restarted bot resumes updating the same status message.
