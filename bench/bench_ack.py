@@ -129,11 +129,12 @@ async def serve_bot(spec: dict) -> dict:
     undone in this app (BEFORE)."""
     from bot.config import Secrets, parse_config
     from bot.store import Store
-    from handlers.slack.serve import SlackService
+    from handlers.slack.serve import SlackService, freeze_startup_objects
 
     store = Store(spec["db"])
     service = SlackService(parse_config(spec["config"], "bench config"), store, Secrets(), port=0, host="127.0.0.1")
     await service.start()
+    freeze_startup_objects()  # as `deploybot serve` does after the start
     restores = [BEFORE[name](service) for name in spec.get("before", [])]
     diagnosed: list[float] = []
     churn = (asyncio.ensure_future(_diagnose_forever(service, spec["crash_line_mb"], spec.get("inline", False),

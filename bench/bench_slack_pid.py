@@ -119,7 +119,7 @@ def install_trace() -> None:
 async def serve_child(spec: dict) -> None:
     """The real app on 127.0.0.1 (HTTP mode), told what to do on stdin, one command a line, answered on stdout."""
     from bot.config import Secrets
-    from handlers.slack.serve import SlackService
+    from handlers.slack.serve import SlackService, freeze_startup_objects
 
     if spec["trace"]:
         install_trace()
@@ -128,6 +128,7 @@ async def serve_child(spec: dict) -> None:
     await service.start()
     if service.discovering is not None:
         await service.discovering  # the start-up probe of the host, before any request is timed
+    freeze_startup_objects()  # as `deploybot serve` does after the start
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
