@@ -35,9 +35,39 @@ class ProcessBackendSettings(Strict):
     kind: Literal["process"] = "process"
 
 
+#: Partition, account, QoS and GRES type names: what Slurm accepts, and nothing a job script could misread.
+SLURM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
+#: sbatch(1) --time: "minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours", "days-hours:minutes",
+#: "days-hours:minutes:seconds".
+SLURM_TIME_PATTERN = r"^(\d{1,3}-\d{1,2}(:\d{1,2}){0,2}|\d{1,6}(:\d{1,2}){0,2})$"
+
+
+class SlurmBackendSettings(Strict):
+    """`backend: {kind: slurm, ...}`: each deployment is a batch job on a Slurm cluster (bot/backends/slurm.py). The
+    host entry names the cluster's login node (reached over SSH like any host); `python`, `models_dir` and `log_dir`
+    are paths on the storage the login node and the compute nodes share (the job's log is written there)."""
+
+    kind: Literal["slurm"]
+    partition: str = Field(pattern=SLURM_NAME_PATTERN)
+    account: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
+    qos: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
+    #: The GRES type the jobs ask for (`--gres=gpu:TYPE:N`); none: any GPU of the partition (`--gres=gpu:N`).
+    gres_type: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
+    #: sbatch --time; none: the partition's default. A job past it is ended by Slurm (diagnosed as time_limit).
+    time_limit: str | None = Field(default=None, pattern=SLURM_TIME_PATTERN)
+    #: sbatch --mem (host RAM for the job's memory cgroup, e.g. "64G"); none: the partition's default. Weights pass
+    #: through host RAM while loading: too little is diagnosed as cgroup_oom.
+    memory: str | None = Field(default=None, pattern=r"^\d{1,9}[KMGT]?$")
+    #: A login node cannot see the compute nodes' GPUs: their model and memory are stated here, for the planner.
+    gpu_name: str | None = Field(default=None, max_length=64)
+    gpu_memory_gib: float = Field(gt=0, le=1024)
+    #: Seconds between the watch's questions to the scheduler (squeue) while a job waits or runs.
+    poll_interval_s: float = Field(default=1.0, gt=0, le=60)
+
+
 #: How and where a host's deployments run: one member per backend, chosen by `kind` (app.yaml's `backend:`). A
 #: backend with settings of its own adds its model here and its class to bot/backends/registry.py.
-BackendSettings = Annotated[Union[ProcessBackendSettings], Field(discriminator="kind")]
+BackendSettings = Annotated[Union[ProcessBackendSettings, SlurmBackendSettings], Field(discriminator="kind")]
 
 
 class HostConfig(Strict):

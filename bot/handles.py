@@ -52,5 +52,19 @@ class ProcessHandle(Handle):
         return pid == self.pid
 
 
+class SlurmJob(Handle):
+    """A batch job on a Slurm cluster (bot/backends/slurm.py): its id, its name (the deployment key, by which a
+    restarted bot finds it again) and the node it runs on once the scheduler placed it."""
+
+    kind: Literal["slurm"] = "slurm"
+    job_id: str = Field(pattern=r"^\d+(_\d+)?$")
+    job_name: str
+    node: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"job {self.job_id} on node {self.node}" if self.node else f"job {self.job_id}"
+
+
 #: Every kind of handle a backend may give; ``kind`` says which backend made it.
-DeploymentHandle = Annotated[Union[ProcessHandle], Field(discriminator="kind")]
+DeploymentHandle = Annotated[Union[ProcessHandle, SlurmJob], Field(discriminator="kind")]

@@ -197,7 +197,7 @@ class HostFacts(Frozen):
     hostname: str | None = None
     home: str | None = None  # the deploy user's home on the host (host paths with ~ are expanded there)
     probed_at: datetime = Field(default_factory=utcnow)
-    gpu_source: Literal["nvml", "nvidia-smi", "none"] = "none"
+    gpu_source: Literal["nvml", "nvidia-smi", "slurm", "none"] = "none"
     gpu_error: str | None = None
     driver_version: str | None = None
     cuda_version: str | None = None

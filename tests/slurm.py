@@ -243,7 +243,8 @@ class SlurmCluster:
                 return
             time.sleep(0.2)
         node = self.run(["scontrol", "show", "node", "--oneliner", self.node], check=False).stdout.strip()
-        raise SlurmError(f"jobs still there after scancel, or the node not idle: {self.job_ids()}\n{node}\n{self.logs()}")
+        raise SlurmError(f"jobs still there after scancel, or the node not idle: {self.job_ids()}\n{node}\n"
+                         f"{self.logs()}")
 
     def stop(self) -> None:
         """Cancel what runs, then stop slurmd, slurmctld and munged (in that order: each needs the next)."""

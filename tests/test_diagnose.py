@@ -280,6 +280,29 @@ Traceback (most recent call last):
     req_pool_indices_cpu = req_pool_indices.cpu().numpy()
 AttributeError: 'NoneType' object has no attribute 'cpu'
 """),
+    # time_limit: slurmstepd's own line in a Slurm job's output (slurm-wlm 22.05, tests/test_slurm_backend.py); the
+    # engine's reaction to the SIGTERM that follows is its consequence
+    ("time_limit", "DUE TO TIME LIMIT", """\
+[2026-12-01 23:40:02] INFO:     127.0.0.1:50412 - "GET /health HTTP/1.1" 200 OK
+slurmstepd-gpu07: error: *** JOB 4242 ON gpu07 CANCELLED AT 2026-12-01T23:41:02 DUE TO TIME LIMIT ***
+slurmstepd-gpu07: error: *** STEP 4242.0 ON gpu07 CANCELLED AT 2026-12-01T23:41:02 DUE TO TIME LIMIT ***
+srun: Job step aborted: Waiting up to 32 seconds for job step to finish.
+[2026-12-01 23:41:02] Received sigquit from a child process. It usually means the child failed.
+srun: error: gpu07: task 0: Terminated
+"""),
+    # preemption: slurmstepd's line when a higher-priority partition takes the node (tests/test_slurm_cluster.py)
+    ("preemption", "DUE TO PREEMPTION", """\
+INFO 12-01 23:40:02 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 3.1 tokens/s
+slurmstepd-gpu07: error: *** STEP 4243.0 ON gpu07 CANCELLED AT 2026-12-01T23:44:10 DUE TO PREEMPTION ***
+slurmstepd-gpu07: error: *** JOB 4243 ON gpu07 CANCELLED AT 2026-12-01T23:44:10 DUE TO PREEMPTION ***
+"""),
+    # cgroup_oom: task/cgroup's count of OOM kills in the job's memory cgroup (Slurm 21.08+ wording) and srun's word
+    ("cgroup_oom", "Detected 1 oom_kill event", """\
+Loading safetensors checkpoint shards:  62% Completed | 10/16 [00:41<00:24,  4.1s/it]
+/var/spool/slurmd/job4244/slurm_script: line 9: 2113061 Killed                  python3 -m sglang.launch_server
+slurmstepd: error: Detected 1 oom_kill event in StepId=4244.0. Some of the step tasks have been OOM Killed.
+srun: error: gpu07: task 0: Out Of Memory
+"""),
     # none: an idle V0 server still prints its metrics line (gpustack/gpustack#375)
     ("none", "Avg prompt throughput",
      "INFO 10-11 17:22:27 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 "

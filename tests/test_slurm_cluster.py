@@ -60,7 +60,7 @@ def test_a_job_of_the_urgent_partition_preempts_one_of_the_default(slurm: SlurmC
     tmp_path.chmod(0o755)
     victim = _submit(slurm, "--gres=gpu:2", f"--output={tmp_path / 'victim.log'}", "--wrap", "srun sleep 60")
     _wait_state(slurm, victim, {"RUNNING"})
-    urgent = _submit(slurm, "-p", slurm.urgent_partition, "--gres=gpu:2", "--wrap", "true")
+    urgent = _submit(slurm, "-p", slurm.urgent_partition, "--gres=gpu:2", "--output=/dev/null", "--wrap", "true")
     assert _wait_state(slurm, victim, {"PREEMPTED"})[0] == "PREEMPTED"
     _wait_state(slurm, urgent, {"COMPLETED"})
     deadline = time.monotonic() + WAIT_LIMIT_S

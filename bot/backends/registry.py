@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from bot.backends.base import Backend
 from bot.backends.process import ProcessBackend
+from bot.backends.slurm import SlurmBackend
 from bot.config import HostConfig
 from bot.remote import RemotePool
 
@@ -17,6 +18,7 @@ BackendFactory = Callable[[str, HostConfig, RemotePool], Backend]
 
 BACKENDS: dict[str, BackendFactory] = {
     "process": lambda host, config, remotes: ProcessBackend(host, config, remotes.get(host)),
+    "slurm": lambda host, config, remotes: SlurmBackend(host, config, remotes.get(host)),
 }
 
 

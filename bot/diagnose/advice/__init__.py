@@ -23,6 +23,7 @@ from bot.diagnose.advice.memory import advise_graph, advise_kv, advise_weights
 from bot.diagnose.advice.other import advise_other
 from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.advice.port import advise_port
+from bot.diagnose.advice.slurm import advise_cgroup_oom, advise_preemption, advise_time_limit
 from bot.diagnose.advice.speculative import advise_speculative
 from bot.diagnose.advice.version import advise_architecture, architecture_named, installed_version, version_sentence
 from bot.diagnose.flag_history import flag_history
@@ -48,6 +49,9 @@ _ADVISERS: dict[str, Callable[[Finding, PlanView], Advice]] = {
     "nccl_error": advise_nccl,
     "host_oom_killed": advise_host_oom,
     "unsupported_architecture": advise_architecture,
+    "time_limit": advise_time_limit,
+    "preemption": advise_preemption,
+    "cgroup_oom": advise_cgroup_oom,
     "other": advise_other,
 }
 
