@@ -12,7 +12,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.engine_figures import EngineFigures, figures_line, ready_figures
 from bot.models import Deployment, utcnow
 from bot.pipeline import Pipeline
-from bot.probe import probe
 from bot.remote import RemoteError
 from handlers.slack.blocks.home import DeploymentSummary, HostSummary, home_view
 
@@ -54,7 +53,8 @@ async def host_summary(pipeline: Pipeline, client: AsyncWebClient, name: str, *,
     live = asyncio.ensure_future(asyncio.wait_for(ready_figures(pipeline.remotes.get(name), host.python, active),
                                                   probe_timeout_s))
     try:
-        facts = await asyncio.wait_for(probe(pipeline.remotes.get(name), name, host), probe_timeout_s)
+        # Through the host's backend (a process host's probe agent, a Slurm login node's sinfo), as the pipeline.
+        facts = await asyncio.wait_for(pipeline.backend(name).probe(), probe_timeout_s)
         gpus = facts.gpus
     except RemoteError as exc:
         error = pipeline.redact(str(exc))
