@@ -101,7 +101,7 @@ def install_trace() -> None:
     from slack_sdk.web.async_client import AsyncWebClient
 
     from bot.remote import SshRemote
-    from handlers.slack.app import SlackSurface
+    from handlers.slack.deploy import DeployCommand
     from handlers.slack.thread import SlackThread
 
     AsyncWebClient.api_call = _traced(lambda _c, method, **_k: f"slack:{method}", AsyncWebClient.api_call)
@@ -112,8 +112,8 @@ def install_trace() -> None:
     SshRemote.run = _traced(_agent_of, SshRemote.run)
     SlackThread.emit = _traced(lambda _t, event: f"emit:{event.kind}", SlackThread.emit)
     SlackThread.start = _traced("thread:start", SlackThread.start)
-    SlackSurface._on_deploy = _traced("bolt:on_deploy", SlackSurface._on_deploy)
-    SlackSurface._deploy = _traced("story", SlackSurface._deploy)
+    DeployCommand.on_command = _traced("bolt:on_deploy", DeployCommand.on_command)
+    DeployCommand._deploy = _traced("story", DeployCommand._deploy)
 
 
 async def serve_child(spec: dict) -> None:
