@@ -18,6 +18,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 HOST_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 #: Folder names of models: no separators that could escape models_dir, no shell metacharacters.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
+#: A drafter folder outside models_dir (app.yaml ``drafters:``): an absolute path of plain name characters.
+DRAFTER_PATH_PATTERN = r"^/[A-Za-z0-9._+/-]{1,400}$"
 
 
 class ConfigError(Exception):
@@ -85,6 +87,10 @@ class HostConfig(Strict):
     extra_models_dirs: list[str] = Field(default_factory=list)
     log_dir: str = "~/deploybot-logs"
     models: list[str] | None = None
+    #: Drafters of a model: ``{Qwen3.6-27B: [Qwen3.6-27B-DFlash]}``, each a folder name the probe finds or an
+    #: absolute path to a drafter folder outside models_dir. When a model has entries here, an unnamed drafter
+    #: ("with our drafter") is chosen among them only.
+    drafters: dict[str, list[str]] = Field(default_factory=dict)
     transport: Literal["ssh", "local"] = "ssh"
     #: Free-text description of the GPUs ("2x NVIDIA RTX A6000"); the probe is the truth, this helps the parser
     #: answer "on both GPUs" before a probe ran.
@@ -109,6 +115,24 @@ class HostConfig(Strict):
             if not re.match(MODEL_NAME_PATTERN, name):
                 raise ValueError(f"model folder name {name!r} must match {MODEL_NAME_PATTERN}")
         return value
+
+    @field_validator("drafters")
+    @classmethod
+    def _drafter_names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for target, names in value.items():
+            if not re.match(MODEL_NAME_PATTERN, target):
+                raise ValueError(f"drafters: model name {target!r} must match {MODEL_NAME_PATTERN}")
+            for name in names:
+                if name.startswith("/"):
+                    if not re.match(DRAFTER_PATH_PATTERN, name) or "/../" in name + "/":
+                        raise ValueError(f"drafters.{target}: path {name!r} must match {DRAFTER_PATH_PATTERN}")
+                elif not re.match(MODEL_NAME_PATTERN, name):
+                    raise ValueError(f"drafters.{target}: folder name {name!r} must match {MODEL_NAME_PATTERN}")
+        return value
+
+    def drafter_names(self, model: str) -> list[str]:
+        """The drafters app.yaml lists for a model, as folder names (a path's last part)."""
+        return [entry.rstrip("/").rsplit("/", 1)[-1] for entry in self.drafters.get(model, [])]
 
     @model_validator(mode="after")
     def _ssh_needs_known_hosts(self) -> "HostConfig":

@@ -30,7 +30,12 @@ def _registered_engine(name: str) -> str:
 
 #: An engine's name: any engine in planners/engines/registry.py.
 EngineName = Annotated[str, AfterValidator(_registered_engine)]
-Speculative = Literal["mtp", "none"]
+#: How a server speculates: the model's own MTP heads, a separate drafter (an EAGLE-3 head, a DFlash block-diffusion
+#: drafter, a standalone draft model), n-gram lookup, or not at all. "drafter" is a request's "with our drafter":
+#: a drafter of whatever kind its config says, resolved to one of the three when the plan is made.
+Speculative = Literal["mtp", "eagle3", "dflash", "draft", "ngram", "none", "drafter"]
+#: The kinds that need a drafter folder (``draft_model``).
+DRAFTER_KINDS: tuple[str, ...] = ("eagle3", "dflash", "draft", "drafter")
 
 #: Fields of a request that ``deploybot parse --json`` prints, in this order.
 PUBLIC_REQUEST_FIELDS: tuple[str, ...] = (
@@ -39,6 +44,7 @@ PUBLIC_REQUEST_FIELDS: tuple[str, ...] = (
     "host",
     "engine",
     "speculative",
+    "draft_model",
     "tp",
     "port",
     "quantization",
@@ -69,6 +75,8 @@ class DeployRequest(Frozen):
     host: str | None = None
     engine: EngineName | None = None
     speculative: Speculative | None = None
+    #: The drafter's folder (a model name on the host), when the request named one.
+    draft_model: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
     tp: int | None = Field(default=None, ge=1, le=64)
     port: int | None = Field(default=None, ge=1024, le=65535)
     quantization: str | None = Field(default=None, pattern=r"^[a-z0-9_]{2,24}$")
@@ -90,7 +98,7 @@ class DeployRequest(Frozen):
         if self.host:
             parts.append(f"on {self.host}")
         extras = []
-        for name in ("engine", "speculative", "tp", "port", "quantization", "context_length", "gpus"):
+        for name in ("engine", "speculative", "draft_model", "tp", "port", "quantization", "context_length", "gpus"):
             value = getattr(self, name)
             if value is not None:
                 extras.append(f"{name}={value}")
@@ -206,6 +214,9 @@ class HostFacts(Frozen):
     p2p: dict[str, str] = Field(default_factory=dict)  # "0-1" -> "ok" | "not supported" ...
     listening_ports: list[int] = Field(default_factory=list)
     model: ModelFolder | None = None
+    #: Drafter folders the probe read fully: the one a request named, and every folder whose config is a drafter's
+    #: (DFlash / EAGLE-3) or that app.yaml lists as a drafter of the model asked for.
+    drafters: list[ModelFolder] = Field(default_factory=list)
     models_available: list[str] = Field(default_factory=list)
     model_locations: list[ModelLocation] = Field(default_factory=list)
     engines: dict[str, EngineInstall] = Field(default_factory=dict)
@@ -282,6 +293,10 @@ class LaunchPlan(Frozen):
     argv: list[str]
     env: dict[str, str] = Field(default_factory=dict)
     speculative: Speculative = "none"
+    #: The drafter (name and path as launched) and what its weights add, all ranks together (0 without one).
+    draft_model: str | None = None
+    draft_model_path: str | None = None
+    draft_weights_bytes: int = 0
     context_length: int | None = None
     mem_fraction: float | None = None
     weights_bytes: int

@@ -56,9 +56,19 @@ async def probe(
     *,
     model: str | None = None,
     engine_help: list[str] | None = None,
+    draft_model: str | None = None,
+    drafters: bool = False,
 ) -> HostFacts:
+    """One round trip. ``drafters``: also read the drafter folders a speculative plan may use (the one named in
+    ``draft_model``, app.yaml's ``drafters:`` of ``model``, and every DFlash / EAGLE-3 folder)."""
     args = {"models_dir": config.models_dir, "extra_models_dirs": list(config.extra_models_dirs), "model": model,
             "engine_help": engine_help or []}
+    if drafters or draft_model:
+        listed = config.drafters.get(model or "", [])
+        args["drafters"] = {
+            "names": [n for n in [draft_model, *listed] if n and not n.startswith("/")],
+            "paths": [p for p in listed if p.startswith("/")],
+        }
     raw = await run_agent(remote, config.python, "probe_agent", args, timeout=300 if engine_help else 60)
     raw.pop("probe_seconds", None)
     try:

@@ -12,10 +12,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.config import HostConfig, Policy
-from bot.models import DeployRequest, GpuBudget, HostFacts, PlanOverrides
+from bot.models import DeployRequest, GpuBudget, HostFacts, PlanOverrides, Speculative
 
 from . import memory
 from .engines import registry
+from .drafters import Drafter, draft_kv_bytes_per_token
 from .memory import GIB, MemoryBudget
 from .model import ModelSpec
 
@@ -52,7 +53,7 @@ class Asked(Frozen):
     gpus: list[int] | None
     port: int | None
     engine: Engine | None
-    speculative: Literal["mtp", "none"]
+    speculative: Speculative
     context: int | None
     quantization: str | None
     kv_cache_dtype: str | None
@@ -114,6 +115,12 @@ class PlanContext(Frozen):
     weight_notes: list[str] = Field(default_factory=list)
     port: int
     port_reason: str
+    #: The separate drafter the plan runs with (DFlash, EAGLE-3, standalone), when one was asked for.
+    drafter: Drafter | None = None
+
+    def draft_kv(self, tp: int, kv_dtype_bytes: int) -> int:
+        """The drafter's KV bytes per token on one GPU (0 without a drafter)."""
+        return draft_kv_bytes_per_token(self.drafter, tp, kv_dtype_bytes) if self.drafter else 0
 
 
 def valid_tps(spec: ModelSpec, max_gpus: int) -> list[int]:
@@ -221,6 +228,7 @@ def fit_at(
         mtp_enabled=slot.mtp,
         sliding_aware=state.sliding_aware,
         overhead=overhead,
+        draft_kv_bytes_per_token=ctx.draft_kv(slot.tp, slot.kv_dtype_bytes),
     )
     concurrency = asked.max_running_requests
     if concurrency is None and spec.is_hybrid_linear:
@@ -277,6 +285,7 @@ def per_gpu_budgets(
             sliding_aware=fit.state.sliding_aware,
             overhead=ref.overhead_bytes,
             state_share=fit.state.share,
+            draft_kv_bytes_per_token=ctx.draft_kv(fit.tp, kv_dtype_bytes),
         )
         out.append(
             GpuBudget(

@@ -232,6 +232,7 @@ def budget(
     sliding_aware: bool = True,
     overhead: int | None = None,
     state_share: float = 0.0,
+    draft_kv_bytes_per_token: int = 0,
 ) -> MemoryBudget:
     """Per-GPU figures at ``tp``: weights, KV capacity in tokens at ``mem_fraction``, and what is left.
 
@@ -251,6 +252,8 @@ def budget(
         sliding_as_full=not sliding_aware,
         extra_full_layers=(spec.mtp_layers or 0) if mtp_enabled else 0,
     )
+    # a separate drafter keeps its own KV for every token the target holds (its layers, its heads)
+    kvpt += draft_kv_bytes_per_token
     split = eng.split_budget(mem_fraction, gpu_total, gpu_free, weights_pg, draft, overhead)
     pool = split.pool
     state = max(state_per_request * concurrency, int(max(0, pool) * state_share))

@@ -11,9 +11,10 @@ hybrid-model settings, the engine's argv, and finally every flag checked against
 from __future__ import annotations
 
 from bot.config import AppConfig, HostConfig, Policy
-from bot.models import DeployRequest, HostFacts, LaunchPlan, PlanFailure, PlanOverrides, Risk
+from bot.models import DRAFTER_KINDS, DeployRequest, HostFacts, LaunchPlan, PlanFailure, PlanOverrides, Risk
 
 from . import compat, memory
+from .drafters import Drafter, choose_drafter
 from .engines import registry
 from .fit import Asked, Engine, PlanContext, tp_problem, valid_tps
 from .flags import suggest_flag as suggest_flag  # re-exported: part of the planner's public API
@@ -52,10 +53,20 @@ def make_plan(
     if problem:
         return problem
     checkpoint, weight_notes = memory.weight_bytes(spec, folder)
+    drafter: Drafter | None = None
+    if asked.speculative in DRAFTER_KINDS:
+        chosen_drafter = choose_drafter(
+            asked.speculative, request.draft_model, asked.model, spec, facts.drafters,
+            host.drafter_names(asked.model), facts.host,
+        )  # fmt: skip
+        if isinstance(chosen_drafter, PlanFailure):
+            return chosen_drafter
+        drafter = chosen_drafter
     port = _choose_port(asked.port, facts, policy)
     if isinstance(port, PlanFailure):
         return port
     ctx = PlanContext(
+        drafter=drafter,
         request=request,
         facts=facts,
         host=host,

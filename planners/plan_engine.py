@@ -40,6 +40,7 @@ from .flag_changes import fit_flags_to_build
 from .flags import EngineHelp, validate_argv
 from .memory import GIB, gib
 from .model import round_down
+from .drafter_plan import drafter_problem, drafter_reason
 
 
 @dataclass
@@ -206,7 +207,8 @@ def _explain_fit(
         )
     kvpt = chosen.budget.kv_bytes_per_token
     notes.reasons += [
-        weights_reason(ctx, loaded, load_notes),
+        weights_reason(ctx, loaded - (ctx.drafter.weights_bytes if ctx.drafter else 0), load_notes),
+        drafter_reason(ctx, chosen.tp, kv_dtype_bytes),
         tp_reason(ctx, chosen, fits, engine),
         gpu_reason(ctx, chosen),
         chosen.fraction_reason,
@@ -274,7 +276,8 @@ def plan_with_engine(ctx: PlanContext, engine: Engine, version: str | None, why:
     label = compat.engine_label(engine, version)
     notes = Notes(reasons=[f"Engine: {label} ({why})."])
     mtp = asked.speculative == "mtp"
-    failure = _check_support(ctx, engine, version, notes)
+    # a release without the drafter's method is the news, before anything about the model
+    failure = drafter_problem(ctx, engine, version) or _check_support(ctx, engine, version, notes)
     if failure is None and mtp:
         failure = _check_mtp(ctx, engine, version, notes)
     if failure:
@@ -287,6 +290,8 @@ def plan_with_engine(ctx: PlanContext, engine: Engine, version: str | None, why:
     loaded, load_notes = memory.loaded_weight_bytes(
         spec, ctx.checkpoint_bytes, mtp_enabled=mtp, online_fp8=weights.online_fp8
     )
+    draft_bytes = ctx.drafter.weights_bytes if ctx.drafter else 0
+    loaded += draft_bytes  # the draft is sharded like the target: SGLang's draft worker and vLLM's default draft TP
     kv_dtype_bytes = 1 if (asked.kv_cache_dtype or "").startswith("fp8") else 2
     chosen, fits = _fits(ctx, engine, version, loaded, kv_dtype_bytes, mtp)
     if chosen is None:
@@ -324,10 +329,13 @@ def plan_with_engine(ctx: PlanContext, engine: Engine, version: str | None, why:
         port=ctx.port,
         argv=argv,
         env=env,
-        speculative="mtp" if mtp else "none",
+        speculative="mtp" if mtp else (ctx.drafter.kind if ctx.drafter else "none"),
+        draft_model=ctx.drafter.name if ctx.drafter else None,
+        draft_model_path=ctx.drafter.path if ctx.drafter else None,
+        draft_weights_bytes=draft_bytes,
         context_length=context[0],
         mem_fraction=chosen.fraction,
-        weights_bytes=loaded,
+        weights_bytes=loaded - draft_bytes,
         kv_bytes_per_token=chosen.budget.kv_bytes_per_token,
         per_gpu=per_gpu,
         fits=True,

@@ -148,26 +148,36 @@ def test_smart_quotes_and_fullwidth_text() -> None:
 # ------------------------------------------------------------------------------------------ nothing dropped
 
 
+# Issue 16 turned the interim refusal of drafters ("not supported yet") into drafter requests: the same texts now
+# read as the drafter they name, and what is still unsupported (medusa) is refused with the phrase quoted.
 @pytest.mark.parametrize(
-    "text",
+    ("text", "speculative", "draft_model", "ignored"),
     [
-        "start Qwen3.6-27B on CT129 with the dflash drafter",
-        "start Qwen3.6-27B on CT129 with our drafter",
-        "start Qwen3-32B on CT129 draft model Llama-3.1-8B-Instruct",
-        "start Qwen3.6-27B on CT129 eagle3 drafter foo",
-        "start Qwen3.6-27B on CT129 using medusa heads",
+        ("start Qwen3.6-27B on CT129 with the dflash drafter", "dflash", None, []),
+        ("start Qwen3.6-27B on CT129 with our drafter", "drafter", None, []),
+        ("start Qwen3-32B on CT129 draft model Llama-3.1-8B-Instruct", "draft", "Llama-3.1-8B-Instruct", []),
+        ("start Qwen3.6-27B on CT129 eagle3 drafter foo", "eagle3", None, ["foo"]),
     ],
 )
-def test_a_drafter_is_refused_as_not_yet_supported_with_the_phrase_quoted(text: str) -> None:
-    error = parse_request(text, FLEET)
+def test_a_drafter_phrase_reads_as_that_drafter_and_its_name_is_not_a_second_model(
+    text: str, speculative: str, draft_model: str | None, ignored: list[str]
+) -> None:
+    got = parse_request(text, FLEET)
+    assert isinstance(got, DeployRequest), got
+    assert (got.speculative, got.draft_model, got.ignored) == (speculative, draft_model, ignored)
+    assert got.model in ("Qwen3.6-27B", "Qwen3-32B")
+
+
+def test_medusa_is_refused_as_not_yet_supported_with_the_phrase_quoted() -> None:
+    error = parse_request("start Qwen3.6-27B on CT129 using medusa heads", FLEET)
     assert isinstance(error, ParseError) and error.kind == "invalid_value", error
-    assert "not supported yet" in error.message and "'" in error.message
-    assert error.suggestions[0] == "start Qwen3.6-27B on CT129" or "Qwen3-32B" in error.suggestions[0]
+    assert "not supported yet" in error.message and "'using medusa heads'" in error.message
+    assert error.suggestions[0] == "start Qwen3.6-27B on CT129"
 
 
-def test_the_seed_drafter_request_quotes_exactly_what_was_written() -> None:
-    error = parse_request("start Qwen3.6-27B on CT129 with the dflash drafter", FLEET)
-    assert isinstance(error, ParseError) and "('with the dflash drafter')" in error.message
+def test_the_seed_drafter_request_reads_as_the_dflash_drafter() -> None:
+    got = parse_request("start Qwen3.6-27B on CT129 with the dflash drafter", FLEET)
+    assert got == DeployRequest(action="start", model="Qwen3.6-27B", host="CT129", speculative="dflash")
 
 
 def test_without_a_drafter_is_named_not_dropped() -> None:
@@ -325,16 +335,22 @@ def test_a_word_of_several_folders_is_ambiguous_not_unknown() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "quoted"),
+    ("text", "expect"),
     [
-        ("start qwen3.6 on ct129 w/ the dflash drafter pls", "('w/ the dflash drafter')"),
-        ("start Qwen3.6-27B on CT129 with spec decode using a small draft model", "('using a small draft model')"),
-        ("start Qwen3.6-27B on CT129 with eagle3 drafter Qwen3-8B-EAGLE3 now", "('with eagle3 drafter Qwen3-8B-EAGLE3')"),
+        ("start qwen3.6 on ct129 w/ the dflash drafter pls", {"speculative": "dflash", "ignored": []}),
+        ("start Qwen3.6-27B on CT129 with spec decode using a small draft model", {"speculative": "draft"}),
     ],
 )
-def test_the_drafter_phrase_is_quoted_as_written_and_no_further(text: str, quoted: str) -> None:
-    error = parse_request(text, FLEET)
-    assert isinstance(error, ParseError) and error.kind == "invalid_value" and quoted in error.message
+def test_the_drafter_phrase_is_read_whole_and_no_further(text: str, expect: dict) -> None:
+    got = parse_request(text, FLEET)
+    assert isinstance(got, DeployRequest) and got.model == "Qwen3.6-27B" and got.host == "CT129", got
+    assert {k: getattr(got, k) for k in expect} == expect
+
+
+def test_an_unknown_drafter_name_is_refused_quoted_as_written() -> None:
+    error = parse_request("start Qwen3.6-27B on CT129 with eagle3 drafter Qwen3-8B-EAGLE3 now", FLEET)
+    assert isinstance(error, ParseError) and error.kind == "unknown_model"
+    assert "'Qwen3-8B-EAGLE3'" in error.message
 
 
 def test_a_count_of_a_gpu_model_is_the_tp() -> None:

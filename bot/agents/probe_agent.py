@@ -281,6 +281,34 @@ def model_folder(found, models_dir, name):
     return folder
 
 
+def _is_dedicated_drafter(config):
+    """A DFlash drafter or an EAGLE-3 head, by its config (the planner's planners/drafters.py says why)."""
+    archs = [a.lower() for a in config.get("architectures") or [] if isinstance(a, str)]
+    return isinstance(config.get("dflash_config"), dict) or any("dflash" in a or "eagle3" in a for a in archs)
+
+
+def drafter_folders(found, models_dir, wanted):
+    """Folders read fully as drafter candidates: the one named, those app.yaml lists (names or absolute paths), and
+    every folder whose config.json is a dedicated drafter's. One small JSON read per folder."""
+    named = set(wanted.get("names") or [])
+    out = []
+    for path in wanted.get("paths") or []:
+        name = os.path.basename(path.rstrip("/"))
+        out.append(model_folder({name: {"name": name, "path": path}}, models_dir, name))
+    for name in sorted(found):
+        if name in named:
+            out.append(model_folder(found, models_dir, name))
+            continue
+        try:
+            with open(os.path.join(found[name]["path"], "config.json")) as handle:
+                config = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(config, dict) and _is_dedicated_drafter(config):
+            out.append(model_folder(found, models_dir, name))
+    return out
+
+
 def _source_version(name):
     """Version of a package present without install metadata (a source checkout on PYTHONPATH), read from its
     source text: importing the engine would take seconds (vllm imports torch)."""
@@ -371,6 +399,8 @@ def main():
     facts["model_locations"] = [found[name] for name in sorted(found)]
     if args.get("model"):
         facts["model"] = model_folder(found, models_dir, args["model"])
+    if args.get("drafters"):
+        facts["drafters"] = drafter_folders(found, models_dir, args["drafters"])
     facts["engines"] = engines()
     if args.get("engine_help"):
         facts["engine_help"] = engine_help(args["engine_help"])

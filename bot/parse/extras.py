@@ -9,9 +9,18 @@ from __future__ import annotations
 import re
 
 from bot.models import DeployRequest
-from bot.parse.frames import DRAFTER, DRAFTER_LEAD, DRAFTER_TAIL, LEAD_FILLERS, MOVE_WORDS
+from bot.parse.frames import (
+    DRAFTER,
+    DRAFTER_LEAD,
+    DRAFTER_NAMED_TAIL,
+    LEAD_FILLERS,
+    MOVE_WORDS,
+    SPECULATE_NAME,
+    SPECULATE_WITH,
+    drafter_word_kind,
+)
 from bot.parse.lexicon import _MODEL_NOUNS, _OBJECT_ENDS, _QUANTITY_NOUNS
-from bot.parse.names import _Span
+from bot.parse.names import _compact_model, _Span
 from bot.parse.state import ReaderState, _Refused
 from bot.parse.texts import request_text
 
@@ -31,24 +40,74 @@ _ANY_WORD = re.compile(r"[^\W_][\w'.+/-]*")
 class ExtrasMixin(ReaderState):
     """Drafters are refused, moves asked back, and whatever is left over named."""
 
-    def refuse_drafters(self) -> None:
-        """"with the dflash drafter", "draft model X", "eagle3": a separate draft model is not supported yet."""
+    def read_drafters(self) -> None:
+        """"with the dflash drafter", "with eagle3 drafter X", "with draft model X", "speculate with X", "with our
+        drafter": a separate drafter (kind and, when named, its folder). Medusa, lookahead, n-gram and suffix
+        decoding are refused as not supported yet; "without a drafter" is named as ignored."""
+        for match in self.matches(SPECULATE_WITH):
+            named = SPECULATE_NAME.match(self.low, match.end())
+            if named is None:
+                continue
+            self.found.speculative.add("drafter")
+            self.found.draft_models.add(self.drafter_name(named.group("name"), named.start("name")))
+            self.take(match.start(), match.end())
         for match in self.matches(DRAFTER):
+            if not self.free[match.start()]:
+                continue  # part of an earlier phrase ("eagle3 drafter X": the word "drafter")
             lead = DRAFTER_LEAD.search(self.view()[: match.start()])
             start = lead.start() if lead else match.start()
-            tail = DRAFTER_TAIL.match(self.low[match.end() :])
-            end = match.end() + (tail.end() if tail else 0)
+            tail = DRAFTER_NAMED_TAIL.match(self.low[match.end() :])
+            name = tail.group("name") if tail else None
+            known = bool(name and self.index.by_compact.get(_compact_model(name)))
+            if name and not known and (self.is_plain_word(name) or not re.search(r"[\d._-]", name)):
+                name = None  # "draft model please", "our drafter now": not a folder name
+            end = match.end()
+            if tail and name:
+                end += tail.end()
+            elif tail and tail.group("noun"):
+                end += tail.end("noun")
             said = self.quote(start, end)
             if self.negated(match):
                 self.ignored.append(said)  # "without a drafter": none is used anyway
                 self.take(start, end)
                 continue
+            kind = drafter_word_kind(match.group())
+            if kind is None:
+                raise _Refused(
+                    "invalid_value",
+                    f"Speculative decoding with '{said}' is not supported yet. I can use the model's own MTP heads "
+                    "('with MTP'), a drafter ('with the dflash drafter', 'with eagle3 drafter NAME', 'with draft "
+                    "model NAME') or none ('without MTP').",
+                    self.without(start, end) + ["with MTP", "without MTP"],
+                )
+            if kind == "eagle":
+                raise _Refused(
+                    "invalid_value",
+                    f"'{said}': SGLang's EAGLE is the model's own MTP heads ('with MTP'); an EAGLE-3 head is a "
+                    "separate drafter: say 'with eagle3 drafter NAME' (or 'with the eagle3 drafter' for the one on "
+                    "the host).",
+                    self.without(start, end) + ["with MTP"],
+                )
+            self.found.speculative.add(kind)
+            if name:
+                self.found.draft_models.add(self.drafter_name(name, match.end() + tail.start("name")))
+            self.take(start, end)
+
+    def drafter_name(self, said: str, at: int) -> str:
+        """The folder a drafter phrase names, as the inventory spells it (taken from the models the request names)."""
+        names = self.index.by_compact.get(_compact_model(said.rsplit("/", 1)[-1]), [])
+        said = self.original[at : at + len(said)]  # quoted as written
+        if len(names) != 1:
+            known = ", ".join(self.inventory.model_names()[:12])
             raise _Refused(
-                "invalid_value",
-                f"Speculative decoding with a separate draft model ('{said}') is not supported yet. "
-                "I can use the model's own MTP heads ('with MTP') or none ('without MTP').",
-                self.without(start, end) + ["with MTP", "without MTP"],
+                "unknown_model" if not names else "ambiguous_model",
+                f"I don't know a drafter folder '{said}'. Folders I know: {known}." if not names
+                else f"'{said}' could be any of {', '.join(names)}. Which drafter?",
+                [f"with draft model {n}" for n in names],
             )
+        self.found.exact_models.pop(names[0], None)  # a drafter, not a second model to start
+        self.take(at, at + len(said))
+        return names[0]
 
     def without(self, start: int, end: int) -> list[str]:
         """The request with one phrase left out, when that reads as a request: what the person can send now."""

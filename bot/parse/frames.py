@@ -60,7 +60,7 @@ STATUS_QUESTIONS = re.compile(
     r"|what(?:'s|s|\s+is)\s+(?:going\s+on|happening|deployed|serving)"
     r"|is\s+(?:there\s+)?anything\s+(?:running|up|deployed|on|live|serving))"
 )
-#: Speculative decoding with a separate draft model: a later issue. Read so that it is refused, never dropped.
+#: Speculative decoding with a separate drafter (issue 16), and the methods still refused by name: read, never dropped.
 DRAFTER = re.compile(
     r"(?<![a-z0-9._-])(?:d?flash[-_ ]?draft\w*|draft(?:er|ers|ing)?|dflash|medusa\w*|eagle[-_ ]?\d?|lookahead"
     r"|n[-_ ]?gram(?:\s+spec\w*)?|suffix[-_ ]decoding)(?![a-z0-9_])"
@@ -68,8 +68,34 @@ DRAFTER = re.compile(
 #: Where a drafter phrase starts: "with the ...", "using our ...".
 DRAFTER_LEAD = re.compile(
     r"(?:(?:\b(?:with|using|via|plus|and|without|no|not)|w/o|w/)\s+(?:(?:the|our|a|an|its|my|some)\s+)?"
-    r"(?:[a-z][a-z0-9.-]*\s+){0,2}|\b(?:the|our|a|an|its|my|some)\s+)?$"
+    r"(?:(?!(?:with|using|via|plus|and|w)\b)[a-z][a-z0-9.-]*\s+){0,2}|\b(?:the|our|a|an|its|my|some)\s+)?$"
 )  # read on the text not yet understood, so a host or model name before it is never part of the phrase
+#: "speculate with X": X is a drafter folder, its kind from its config.
+SPECULATE_WITH = re.compile(r"\bspeculat(?:e|ing)\s+(?:with|using|via)\s+(?:the\s+)?")
+SPECULATE_NAME = re.compile(r"\s*(?P<name>[a-z0-9][a-z0-9._/-]*[a-z0-9])")
+#: The drafter word's noun and name: "eagle3 drafter foo", "draft model Qwen3-0.6B" (groups noun, name).
+DRAFTER_NAMED_TAIL = re.compile(
+    r"^(?:[\s:=-]*(?P<noun>model|heads|head|drafter))?"
+    r"(?:[\s:=]+(?!(?:on|at|to|with|and|using|please|pls|plz|thanks|thx|ty|asap|now|too|instead)\b)"
+    r"(?P<name>[a-z0-9][a-z0-9._/-]*[a-z0-9]))?"
+)
+
+
+def drafter_word_kind(word: str) -> str | None:
+    """dflash | eagle3 | draft | drafter (any kind: its config decides) | eagle (MTP's name in SGLang); None for the
+    methods not supported yet (medusa, lookahead, n-gram, suffix decoding)."""
+    compact = re.sub(r"[-_ ]", "", word.lower())
+    if "flash" in compact:
+        return "dflash"
+    if compact.startswith("eagle"):
+        return "eagle3" if compact.endswith("3") else "eagle"
+    if compact in ("draft", "drafting"):
+        return "draft"
+    if compact in ("drafter", "drafters"):
+        return "drafter"
+    return None
+
+
 #: What may follow the drafter word as part of the same phrase: "drafter foo", "draft model Qwen2.5-0.5B".
 DRAFTER_TAIL = re.compile(
     r"^(?:[\s:=-]*(?:model|head|heads|drafter))?"

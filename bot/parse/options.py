@@ -216,8 +216,17 @@ class OptionsMixin(ReaderState):
                     "The model's own MTP heads I can: say 'with MTP'.",
                     ["with MTP"],
                 )
-            self.found.speculative.add("none" if negated else "mtp")
+            generic = said.startswith("spec")  # "spec decoding": with a drafter named, it is the drafter's
+            if not (generic and not negated and self.found.speculative - {"mtp", "none"}):
+                self.found.speculative.add("none" if negated else "mtp")
             self.take(match.start(), match.end())
-        if len(self.found.speculative) > 1:
+        kinds = self.found.speculative - ({"none"} if self.found.speculative - {"mtp", "none"} else set())
+        if len(kinds - {"mtp", "none", "drafter"}) == 1:
+            kinds = kinds - {"drafter"}  # "eagle3 ... with drafter X": one drafter, its kind named
+        if kinds == {"mtp", "none"}:
             raise _Refused("invalid_value", "You asked both for MTP and for no speculative decoding; which one?",
                            ["with MTP", "without MTP"])  # fmt: skip
+        if len(kinds) > 1:
+            shown = " and ".join(sorted(kinds))
+            raise _Refused("invalid_value", f"You asked for two kinds of speculative decoding ({shown}); which one?",
+                           ["with MTP", "with the dflash drafter", "without MTP"])  # fmt: skip

@@ -54,7 +54,7 @@ class Reader(ExtrasMixin, RefusalsMixin, ModelsMixin, ActionMixin, OptionsMixin)
 
         self.read_exact_models()
         self.read_hosts()
-        self.refuse_drafters()
+        self.read_drafters()
         self.read_options()
         action = self.read_action()
         spans = self.read_model_spans()

@@ -151,6 +151,17 @@ class RefusalsMixin(ReaderState):
                 [f"tp {len(gpus)} on gpus {','.join(map(str, gpus))}"],
             )
         engine = self.engine()
+        drafter = self.single(found.draft_models, "drafters", "with draft model")
+        if drafter and host and drafter not in self.inventory.hosts[host].models:
+            raise _Refused(
+                "not_on_host",
+                f"The drafter {drafter} is not on {host}; it is on {', '.join(self.inventory.hosts_with(drafter))}.",
+                [f"start {model} on {h}" for h in self.inventory.hosts_with(drafter)],
+            )
+        if len(found.speculative - {"mtp", "none", "drafter"}) == 1:
+            found.speculative.discard("drafter")  # "using eagle3 with drafter X": the drafter is the EAGLE-3 head
+        if found.speculative - {"mtp", "none"}:
+            found.speculative.discard("none")  # "no MTP, with the dflash drafter": the drafter instead of MTP
         try:
             return DeployRequest(
                 action=action,
@@ -158,6 +169,7 @@ class RefusalsMixin(ReaderState):
                 host=host,
                 engine=engine,
                 speculative=self.single(found.speculative, "speculative settings", "speculative"),
+                draft_model=drafter,
                 tp=tp,
                 port=self.single(found.ports, "ports", "port"),
                 quantization=self.single(found.quantizations, "quantization methods", "quantization"),

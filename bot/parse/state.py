@@ -41,6 +41,7 @@ class _Found:
     engines_wanted: set[str] = field(default_factory=set)
     engines_refused: set[str] = field(default_factory=set)
     speculative: set[str] = field(default_factory=set)
+    draft_models: set[str] = field(default_factory=set)  # drafter folders a drafter phrase named
     reuse_last: bool = False
     scope_all: bool = False
 

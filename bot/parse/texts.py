@@ -29,6 +29,13 @@ def request_text(request: DeployRequest) -> str:
         options.append("with mtp")
     elif request.speculative == "none":
         options.append("without mtp")
+    elif request.speculative in ("dflash", "eagle3", "draft", "drafter"):
+        noun = {"dflash": "dflash drafter", "eagle3": "eagle3 drafter", "draft": "draft model", "drafter": "drafter"}
+        if request.draft_model:
+            options.append(f"with {noun[request.speculative]} {request.draft_model}")
+        else:
+            options.append(f"with the {noun[request.speculative]}" if request.speculative != "drafter"
+                           else "with our drafter")
     if request.tp is not None:
         options.append(f"tp {request.tp}")
     if request.gpus is not None:

@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 
 CONFIG_DIR = Path(__file__).parent / "configs"
+#: Drafter folders (DFlash, EAGLE-3, a standalone draft model): configs written from public sources (DRAFTERS.md).
+DRAFTER_CONFIG_DIR = CONFIG_DIR / "drafters"
 
 #: Checkpoint sizes (bytes) and shard counts known from real index files (configs/SIZES.md); other models are
 #: estimated from their config.
@@ -22,7 +24,12 @@ SHARD_TARGET_BYTES = 5_000_000_000  # transformers' default max_shard_size "5GB"
 
 
 def available_models() -> list[str]:
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+    return sorted(p.stem for d in (CONFIG_DIR, DRAFTER_CONFIG_DIR) for p in d.glob("*.json"))
+
+
+def config_path(name: str) -> Path:
+    target = CONFIG_DIR / f"{name}.json"
+    return target if target.exists() else DRAFTER_CONFIG_DIR / f"{name}.json"
 
 
 def _text(config: dict) -> dict:
@@ -70,7 +77,17 @@ def estimate_parameters(config: dict) -> int:
         moe_mlp = experts * 3 * hidden * moe_inter + 3 * hidden * shared + hidden * experts
     dense_layers = int(text.get("first_k_dense_replace", 0))
 
-    total = vocab * hidden * (1 if tied else 2)
+    dflash = config.get("dflash_config")
+    eagle3 = any("eagle3" in str(a).lower() for a in config.get("architectures") or [])
+    if isinstance(dflash, dict):
+        # a DFlash drafter shares the target's embedding and LM head; it stores its decoder layers and an fc over
+        # the concatenated target layers (z-lab's DFlashDraftModel: ``fc``, ``hidden_norm``)
+        total = len(dflash.get("target_layer_ids") or []) * hidden * hidden
+    elif eagle3:
+        # an EAGLE-3 head: its own (reduced) LM head over draft_vocab_size, the embedding, an fc over 3 layers
+        total = vocab * hidden + int(config.get("draft_vocab_size") or vocab) * hidden + 3 * hidden * hidden
+    else:
+        total = vocab * hidden * (1 if tied else 2)
     for i, kind in enumerate(_layer_types(text)):
         total += linear_attention if kind == "linear_attention" else full_attention
         total += moe_mlp if experts and i >= dense_layers else 3 * hidden * intermediate
@@ -196,7 +213,7 @@ def tokenizer_config(config: dict) -> dict:
 
 def write_model_folder(models_dir: Path, name: str) -> Path:
     """Create models_dir/name: config.json byte for byte, the index, sparse shards, tokenizer_config.json."""
-    source = CONFIG_DIR / f"{name}.json"
+    source = config_path(name)
     folder = models_dir / name
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "config.json")

@@ -377,5 +377,12 @@ class EngineBase:
     def check_mtp_method(self, spec: ModelSpec, version: str | None) -> str | None:
         return None
 
+    def drafter_problem(
+        self, kind: str, version: str | None, help_: EngineHelp | None, extra_args: list[str]
+    ) -> str | None:
+        """Why this release cannot run a separate drafter of this kind (dflash | eagle3 | draft), naming the release
+        that added it, or a layout the method refuses; None when it can. An engine without drafters says so."""
+        return f"deploybot does not know how {self.label} runs a separate drafter"
+
     def __repr__(self) -> str:
         return f"<engine {self.name}>"

@@ -7,6 +7,7 @@ from bot.models import PlanFailure, Risk
 from ...fit import STATE_SHARE_OF_POOL, Fit, PlanContext
 from ..base import ArgvInputs
 from . import flags
+from . import speculative as drafter_flags
 from .memory import sglang_defaults
 
 
@@ -22,8 +23,12 @@ def _speculative(ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> tuple[list[s
             f"{flags.MTP_TOPK}, draft tokens {flags.MTP_STEPS + 1}: all three set (SGLang asserts on a partial "
             "set) and draft = steps + 1, which is what SGLang would rewrite it to at topk 1."
         )
+    elif ctx.drafter is not None:
+        speculative, why = drafter_flags.drafter_args(ctx.drafter, inputs.help_)
+        inputs.reasons.append(why)
+    drafting = mtp or ctx.drafter is not None
     max_running = fit.concurrency if (spec.is_hybrid_linear or asked.max_running_requests) else None
-    if mtp and max_running is None:
+    if drafting and max_running is None:
         inputs.risks.append(
             Risk(
                 code="silent_rewrite",
@@ -34,7 +39,7 @@ def _speculative(ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> tuple[list[s
         )
     graph_bs = asked.cuda_graph_max_bs
     if graph_bs is None and max_running is not None:
-        bucket = sglang_defaults(fit.budget.total_bytes, fit.tp, speculative=mtp, spec=spec)
+        bucket = sglang_defaults(fit.budget.total_bytes, fit.tp, speculative=drafting, spec=spec)
         if max_running < bucket.cuda_graph_max_bs:
             graph_bs = max_running
     return speculative, max_running, graph_bs
@@ -50,12 +55,13 @@ def _hybrid(ctx: PlanContext, fit: Fit, inputs: ArgvInputs, max_running: int | N
             f"{STATE_SHARE_OF_POOL:.0%} of the pool"
             + (f"; --cuda-graph-max-bs {graph_bs} to match." if graph_bs else ".")
         )
-    if not inputs.mtp:
+    if not inputs.mtp and ctx.drafter is None:
         return []
     mamba_args, note = flags.mamba_strategy_args(inputs.help_, inputs.version)
     inputs.env["SGLANG_ENABLE_SPEC_V2"] = "1"
     inputs.reasons.append(
-        f"Hybrid model + MTP: {note}, so rejected drafts roll back the recurrent state; "
+        f"Hybrid model + {'MTP' if inputs.mtp else 'a drafter'}: {note}, so rejected drafts roll back the "
+        "recurrent state; "
         "SGLANG_ENABLE_SPEC_V2=1 (ignored with a warning by builds that always use it)."
     )
     return mamba_args

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from bot.models import PlanFailure, Risk
 
 from ..base import ArgvInputs, BudgetSplit, Discovery, EngineBase
-from . import argv, compat, flags, memory
+from . import argv, compat, flags, memory, speculative
 from .crash_rules import RULES
 from .logs import DIALECT
 from .renames import RENAMES
@@ -15,6 +15,7 @@ from .support import NAME_RULES, SUPPORT
 
 if TYPE_CHECKING:
     from ...fit import EngineState, Fit, PlanContext, Slot
+    from ...flags import EngineHelp
     from ...model import ModelSpec
 
 
@@ -88,6 +89,11 @@ class SGLang(EngineBase):
 
     def build_argv(self, ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> list[str] | PlanFailure:
         return argv.build(ctx, fit, inputs)
+
+    def drafter_problem(
+        self, kind: str, version: str | None, help_: EngineHelp | None, extra_args: list[str]
+    ) -> str | None:
+        return speculative.support_problem(kind, help_, version) or speculative.layout_problem(kind, extra_args)
 
     def removal_risks(self, removed: list[str], mtp: bool) -> list[Risk]:
         if mtp and "--max-running-requests" in removed:

@@ -47,6 +47,7 @@ def sglang_defaults(
     spec: ModelSpec,
     cuda_graph_max_bs: int | None = None,
     chunked_prefill_size: int | None = None,
+    standalone: bool = False,
 ) -> SglangDefaults:
     gpu_mem = gpu_total_bytes / MIB
     if gpu_mem < 35 * 1024:  # "A10, 4090, 5090"
@@ -62,7 +63,9 @@ def sglang_defaults(
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    if speculative:
+    if speculative and standalone:
+        reserved += 6 * 1024  # "standalonedraft model and cuda graphs" (server_args.py, 0.5.9 and 0.5.11)
+    elif speculative:
         reserved += 2 * 1024  # "eagle draft models and cuda graphs"
     fraction = round((gpu_mem - reserved) / gpu_mem, 3)
     vlm_factor = 1.0
@@ -117,7 +120,8 @@ def state(ctx: PlanContext, slot: Slot) -> EngineState:
     spec = ctx.spec
     if not spec.is_hybrid_linear:
         return EngineState()  # sliding-window layers: SGLang's pool is sized as if they were full (conservative)
-    small_mtp = slot.mtp and slot.total < SMALL_GPU_BYTES
+    drafting = slot.mtp or ctx.drafter is not None
+    small_mtp = drafting and slot.total < SMALL_GPU_BYTES
     config_bf16 = (spec.mamba_ssm_dtype or "float32").lower() in {"bfloat16", "bf16"}
     ssm_dtype = "bfloat16" if small_mtp or config_bf16 else None
     ssm_bytes = 2 if ssm_dtype else 4
@@ -130,6 +134,16 @@ def state(ctx: PlanContext, slot: Slot) -> EngineState:
         draft_tokens = flags.MTP_STEPS + 1
         per_request = 3 * base + draft_tokens * ssm_state_bytes(spec, slot.tp, ssm_bytes)
         note += f", {per_request / MIB:.0f} MiB with the extra_buffer copies and the MTP verification cache"
+    elif ctx.drafter is not None:
+        # any drafter on a hybrid model needs the rollback strategy too (SGLang 0.5.11 raises "Speculative decoding
+        # for ... is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer" for every
+        # algorithm), and keeps one SSM state per verified token (a DFlash block is 16 where MTP's is 4)
+        draft_tokens = ctx.drafter.draft_tokens
+        per_request = 3 * base + draft_tokens * ssm_state_bytes(spec, slot.tp, ssm_bytes)
+        note += (
+            f", {per_request / MIB:.0f} MiB with the extra_buffer copies and the verification cache of "
+            f"{draft_tokens} draft tokens"
+        )
     if small_mtp:
         note += (
             f" (--mamba-ssm-dtype bfloat16 halves the SSM state: a GPU under {gib(SMALL_GPU_BYTES)} with MTP, "
@@ -138,7 +152,7 @@ def state(ctx: PlanContext, slot: Slot) -> EngineState:
     help_text = ctx.facts.engine_help.get("sglang")
     help_ = parse_help(help_text) if help_text else None
     mamba_args, _ = flags.mamba_strategy_args(help_)
-    radix_off = slot.mtp and mamba_args == ["--disable-radix-cache"]
+    radix_off = drafting and mamba_args == ["--disable-radix-cache"]
     share = sglang_mamba_share(radix_cache=not radix_off)
     if share:
         note += (
@@ -153,11 +167,17 @@ def fractions(ctx: PlanContext, slot: Slot) -> list[tuple[float, str]]:
     spec, asked = ctx.spec, ctx.asked
     if asked.mem_fraction is not None:
         return [(asked.mem_fraction, f"mem-fraction-static {asked.mem_fraction:.3g}, as asked.")]
+    drafter = ctx.drafter
     defaults = sglang_defaults(
-        slot.total, slot.tp, speculative=slot.mtp, spec=spec, cuda_graph_max_bs=asked.cuda_graph_max_bs
+        slot.total,
+        slot.tp,
+        speculative=slot.mtp or drafter is not None,
+        spec=spec,
+        cuda_graph_max_bs=asked.cuda_graph_max_bs,
+        standalone=drafter is not None and drafter.kind == "draft",
     )
     vlm = f", x{defaults.vlm_factor:.3f} for the vision tower" if defaults.vlm_factor != 1 else ""
-    draft = ", the draft model" if slot.mtp else ""
+    draft = ", the draft model" if slot.mtp or drafter is not None else ""
     options = [
         (
             defaults.fraction,

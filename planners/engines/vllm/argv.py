@@ -9,6 +9,7 @@ from ...compat import engine_label
 from ...fit import STATE_SHARE_OF_POOL, Fit, PlanContext
 from ..base import ArgvInputs
 from . import flags
+from . import speculative as drafter_config
 from .compat import vllm_mtp_method
 from .memory import num_spec_tokens
 
@@ -25,6 +26,9 @@ def build(ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> list[str] | PlanFai
             f"{n} speculative token(s) for {spec.mtp_layers or 'an unknown number of'} MTP layer(s) "
             "(the recipes' MTP-1: more tokens on a one-layer head lower the acceptance rate)."
         )
+    elif ctx.drafter is not None:
+        spec_json, why = drafter_config.speculative_config(ctx.drafter)
+        inputs.reasons.append(why)
     if fit.state.note:
         inputs.reasons.append(
             fit.state.note + f"; --max-num-seqs {fit.concurrency} keeps the state within "

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from bot.models import PlanFailure
 
 from ..base import ArgvInputs, BudgetSplit, Discovery, EngineBase
-from . import argv, compat, flags, memory
+from . import argv, compat, flags, memory, speculative
 from .crash_rules import RULES
 from .logs import DIALECT
 from .renames import RENAMES
@@ -15,6 +15,7 @@ from .support import NAME_RULES, SUPPORT
 
 if TYPE_CHECKING:
     from ...fit import EngineState, Fit, PlanContext, Slot
+    from ...flags import EngineHelp
     from ...model import ModelSpec
 
 
@@ -89,6 +90,11 @@ class VLLM(EngineBase):
 
     def build_argv(self, ctx: PlanContext, fit: Fit, inputs: ArgvInputs) -> list[str] | PlanFailure:
         return argv.build(ctx, fit, inputs)
+
+    def drafter_problem(
+        self, kind: str, version: str | None, help_: EngineHelp | None, extra_args: list[str]
+    ) -> str | None:
+        return speculative.support_problem(kind, version)
 
 
 ENGINE = VLLM()

@@ -13,6 +13,7 @@ from ...fit import EngineState, PlanContext, Slot
 from ...memory import MIB, gib, linear_note, linear_state_bytes, sliding_state_bytes
 from ...model import ModelSpec
 from ..base import BudgetSplit
+from .speculative import num_speculative_tokens
 
 #: vLLM's long-standing default (0.92 only in the newest code): set explicitly so the plan's figures hold.
 DEFAULT_UTILIZATION = 0.90
@@ -76,6 +77,8 @@ def state(ctx: PlanContext, slot: Slot, version: str | None) -> EngineState:
     note = None
     if spec.is_hybrid_linear:
         num_spec = num_spec_tokens(spec) if slot.mtp else 0
+        if ctx.drafter is not None:
+            num_spec = num_speculative_tokens(ctx.drafter)
         base = linear_state_bytes(spec, slot.tp, 4)
         per_request = base * (1 + num_spec)
         note = linear_note(spec, base) + (

@@ -28,6 +28,23 @@ SPECULATIVE_METHODS = [
     "longcat_flash_mtp",
 ]
 MTP_METHODS = [m for m in SPECULATIVE_METHODS if m == "mtp" or m.endswith("_mtp")]
+#: Methods a release added after the list above (vllm/config/speculative.py of the installed wheels): "dflash"
+#: joins the literal in 0.20.0 (absent in 0.17.0); "draft_model" is in the literal from 0.11.0 but raises
+#: NotImplementedError there and runs from 0.17.0.
+ADDED_METHODS = {"dflash": (0, 20, 0)}
+DRAFT_MODEL_RUNS_FROM = (0, 17, 0)
+DRAFTER_METHODS = ("eagle", "eagle3", "draft_model", "dflash")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    import re  # noqa: PLC0415
+
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+def methods_of(version: str) -> list[str]:
+    have = _release(version)
+    return SPECULATIVE_METHODS + [m for m, first in ADDED_METHODS.items() if have >= first]
 
 
 def _value_error(config: str, message: str, input_value: object) -> ValidationError:
@@ -65,14 +82,15 @@ class ModelConfig:
 
 
 class SpeculativeConfig:
-    def __init__(self, raw: object, facts: ModelFacts) -> None:
+    def __init__(self, raw: object, facts: ModelFacts, version: str = "0.17.0") -> None:
+        methods = methods_of(version)
         if not isinstance(raw, dict):
             raise _value_error("SpeculativeConfig", "speculative_config must be a JSON object", raw)
         self.method = raw.get("method")
         self.model = raw.get("model")
         self.num_speculative_tokens = raw.get("num_speculative_tokens")
-        if self.method is not None and self.method not in SPECULATIVE_METHODS:
-            allowed = ", ".join(f"'{m}'" for m in SPECULATIVE_METHODS)
+        if self.method is not None and self.method not in methods:
+            allowed = ", ".join(f"'{m}'" for m in methods)
             raise ValidationError(
                 f"1 validation error for SpeculativeConfig\nmethod\n  Input should be {allowed} "
                 f"[type=literal_error, input_value={self.method!r}, input_type=str]\n"
@@ -97,11 +115,26 @@ class SpeculativeConfig:
                     "SpeculativeConfig", "num_speculative_tokens must be provided with speculative model.", raw
                 )
         self.num_speculative_tokens = int(tokens)
+        if self.method in DRAFTER_METHODS:
+            self._check_draft_model(version)
         if self.method in MTP_METHODS and self.method != "mtp":
             self.deprecated_method = self.method
             self.method = "mtp"
         else:
             self.deprecated_method = None
+
+    def _check_draft_model(self, version: str) -> None:
+        """The draft folder must hold a config (the hub lookup fails otherwise); 0.11's draft_model raises."""
+        if not self.model or not os.path.isfile(os.path.join(str(self.model), "config.json")):
+            raise OSError(
+                f"{self.model} does not appear to have a file named config.json. Checkout "
+                f"'https://huggingface.co/{self.model}/tree/main' for available files."
+            )
+        if self.method == "draft_model" and _release(version) < DRAFT_MODEL_RUNS_FROM:
+            raise NotImplementedError(
+                "Speculative decoding with draft model is not supported yet. Please consider using other "
+                "speculative decoding methods such as ngram, medusa, eagle, or mtp."
+            )
 
     def __repr__(self) -> str:
         return (

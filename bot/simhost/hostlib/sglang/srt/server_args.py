@@ -64,6 +64,9 @@ class ServerArgs:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
+    speculative_dflash_block_size: int | None = None
+    speculative_dflash_draft_window_size: int | None = None
+    pp_size: int = 1
     mamba_scheduler_strategy: str = "no_buffer"
     mamba_ssm_dtype: str = "float32"
     max_mamba_cache_size: int | None = None
@@ -114,9 +117,64 @@ class ServerArgs:
         text = config.get("text_config") or config
         return "linear_attention" in (text.get("layer_types") or [])
 
+    def draft_block_size(self) -> int | None:
+        """The DFlash draft config's block_size: dflash_config first, then the top level (dflash_utils.py)."""
+        try:
+            config = json.loads((Path(self.speculative_draft_model_path or "") / "config.json").read_text())
+        except (OSError, ValueError):
+            return None
+        value = (config.get("dflash_config") or {}).get("block_size", config.get("block_size"))
+        return value if isinstance(value, int) else None
+
+    def _handle_dflash(self) -> None:
+        """SGLang 0.5.11 server_args.py, DFLASH branch: its ValueErrors and rewrites, in its order."""
+        if self.enable_dp_attention:
+            raise ValueError("Currently DFLASH speculative decoding does not support dp attention.")
+        if self.pp_size != 1:
+            raise ValueError("Currently DFLASH speculative decoding only supports pp_size == 1.")
+        if self.speculative_draft_model_path is None:
+            raise ValueError("DFLASH speculative decoding requires setting --speculative-draft-model-path.")
+        self.speculative_num_steps = 1
+        self.speculative_eagle_topk = 1
+        if self.speculative_dflash_block_size is not None:
+            if self.speculative_num_draft_tokens is not None and int(self.speculative_num_draft_tokens) != int(
+                self.speculative_dflash_block_size
+            ):
+                raise ValueError(
+                    "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ. "
+                    "For DFLASH they must match. "
+                    f"speculative_num_draft_tokens={self.speculative_num_draft_tokens}, "
+                    f"speculative_dflash_block_size={self.speculative_dflash_block_size}."
+                )
+            self.speculative_num_draft_tokens = int(self.speculative_dflash_block_size)
+        if self.speculative_num_draft_tokens is None:
+            self.speculative_num_draft_tokens = self.draft_block_size() or 16
+        if self.max_running_requests is None:
+            self.max_running_requests = 48
+            warn(
+                "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
+                "setting --max-running-requests."
+            )
+        self.disable_overlap_schedule = True
+        warn("Overlap scheduler is disabled when using DFLASH speculative decoding (spec v2 is not supported yet).")
+
+    def _check_hybrid_radix_cache(self) -> None:
+        """Every speculative algorithm on a hybrid model (server_args.py 0.5.11, _handle_model_specific_adjustments)."""
+        if not self.disable_radix_cache and self.mamba_scheduler_strategy in NO_BUFFER:
+            raise ValueError(
+                f"Speculative decoding for {self.model_architecture()} is not compatible with radix cache when "
+                "using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use "
+                "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
+            )
+
     def _handle_speculative_decoding(self) -> None:
         if self.speculative_algorithm == "NEXTN":
             self.speculative_algorithm = "EAGLE"
+        if self.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE", "DFLASH") and self.is_hybrid_linear_model():
+            self._check_hybrid_radix_cache()
+        if self.speculative_algorithm == "DFLASH":
+            self._handle_dflash()
+            return
         if self.speculative_algorithm not in ("EAGLE", "EAGLE3", "STANDALONE"):
             return
         if self.max_running_requests is None:
@@ -124,16 +182,6 @@ class ServerArgs:
             warn(
                 "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
                 "setting --max-running-requests."
-            )
-        if (
-            self.is_hybrid_linear_model()
-            and not self.disable_radix_cache
-            and self.mamba_scheduler_strategy in NO_BUFFER
-        ):
-            raise ValueError(
-                f"Speculative decoding for {self.model_architecture()} is not compatible with radix cache when using "
-                "--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use "
-                "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
             )
         if self.speculative_num_steps is None:
             assert self.speculative_eagle_topk is None and self.speculative_num_draft_tokens is None

@@ -112,7 +112,7 @@ class VLLMEngine(SimEngine):
             self.log(f"Resolved architecture: {facts.architecture}", tag="model")
             self.log(f"Using max model len {config.max_model_len}", tag="model")
             if args.speculative_config is not None:
-                self.spec = SpeculativeConfig(args.speculative_config, facts)
+                self.spec = SpeculativeConfig(args.speculative_config, facts, __version__)
                 if self.spec.deprecated_method:
                     self.log(
                         f"method `{self.spec.deprecated_method}` is deprecated and replaced with mtp.",
