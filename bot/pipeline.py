@@ -43,6 +43,7 @@ from bot.engine_figures import figures_line, ready_figures
 from bot.engine_watch import watch_engine
 from bot.mentions import mention, plain
 from bot.models import (
+    DRAFTER_KINDS,
     GIB,
     DeployRequest,
     Deployment,
@@ -152,9 +153,13 @@ class Pipeline:
     def backend(self, host: str) -> Backend:
         return self.backends.get(host)
 
-    async def _probe(self, host: str, thread: Thread, model: str | None) -> HostFacts:
+    async def _probe(self, host: str, thread: Thread, model: str | None,
+                     request: DeployRequest | None = None) -> HostFacts:
         started = time.perf_counter()
-        facts = await self.backend(host).probe(model=model)
+        # the drafter folders only when a drafter is asked for (a backend without them serves everything else)
+        drafting = request is not None and request.speculative in DRAFTER_KINDS
+        extra = {"drafters": True, "draft_model": request.draft_model} if request and drafting else {}
+        facts = await self.backend(host).probe(model=model, **extra)
         facts = await self._with_engine_help(host, facts)
         await self.discovery.record(facts)
         # Told without the engines' --help texts (about 110 KB, never shown): every event is redacted string by
@@ -261,7 +266,7 @@ class Pipeline:
             candidates = [name for name, h in self.inventory().hosts.items() if request.model in h.models]
             if not candidates:
                 return PlanFailure(reason=f"no host in the inventory holds {request.model}")
-            facts_list = await asyncio.gather(*(self._probe(h, thread, request.model) for h in candidates),
+            facts_list = await asyncio.gather(*(self._probe(h, thread, request.model, request) for h in candidates),
                                               return_exceptions=True)
             facts_by_host = {}
             for host, facts in zip(candidates, facts_list):
@@ -278,7 +283,7 @@ class Pipeline:
             await thread.emit(Info(message=why, step="plan"))
             await thread.emit(Planned(plan=plan))
             return plan, facts_by_host[host]
-        facts = await self._probe(request.host, thread, request.model)
+        facts = await self._probe(request.host, thread, request.model, request)
         result = make_plan(request, facts, self.host_config(request.host), self.config.policy, overrides)
         if isinstance(result, LaunchPlan):
             await thread.emit(Planned(plan=result))
@@ -484,7 +489,8 @@ class Pipeline:
         overrides = _merge_overrides(dep.plan.overrides, dep.diagnosis.fix.overrides)
         request = _request_of(dep.plan)
         try:
-            facts = await self.backend(dep.host).probe(model=dep.model)
+            extra = {"drafters": True, "draft_model": dep.plan.draft_model} if dep.plan.draft_model else {}
+            facts = await self.backend(dep.host).probe(model=dep.model, **extra)
             facts = await self._with_engine_help(dep.host, facts)
         except RemoteError as exc:
             await thread.emit(Info(message=f"cannot offer the fix now: {exc}"))
@@ -545,7 +551,7 @@ class Pipeline:
         overrides = PlanOverrides.model_validate(data["overrides"])
         host = request.host
         assert host is not None
-        facts = await self._probe(host, thread, request.model)
+        facts = await self._probe(host, thread, request.model, request)
         plan = make_plan(request, facts, self.host_config(host), policy, overrides)
         if isinstance(plan, PlanFailure):
             await thread.emit(PlanRejected(failure=plan))
@@ -778,7 +784,7 @@ def _age(when: datetime) -> str:
 def _request_of(plan: LaunchPlan) -> DeployRequest:
     """The request that reproduces a plan (GPUs left to the planner: a fix may change the TP)."""
     return DeployRequest(action="start", model=plan.model, host=plan.host, engine=plan.engine,
-                         speculative=plan.speculative, tp=plan.tp, port=plan.port,
+                         speculative=plan.speculative, draft_model=plan.draft_model, tp=plan.tp, port=plan.port,
                          context_length=plan.overrides.context_length)
 
 

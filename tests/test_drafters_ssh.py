@@ -24,7 +24,7 @@ DRAFT = "Qwen3-0.6B"
 
 def _story(thread: RecordingThread) -> list[str]:
     """What happened, for a failing assertion: each event's kind and its text (the crash's log lines too)."""
-    return [f"{e.kind}: {getattr(e, 'message', '') or getattr(e, 'lines', '')}" for e in thread.events]
+    return [f"{e.kind}: {e.model_dump_json(exclude={'plan', 'facts'})[:600]}" for e in thread.events]
 
 
 def _arg(argv: list[str], flag: str) -> str:
@@ -83,7 +83,7 @@ async def test_the_seed_request_launches_sglang_dflash_and_reaches_ready(sshd, d
         assert all(g.weights_bytes >= plan.weights_bytes // plan.tp + per_gpu_draft for g in plan.per_gpu)
         assert any("Drafter: DFlash drafter Qwen3.6-27B-DFlash" in r for r in plan.reasons)
         assert thread.of(Ready)
-        await _stop(pipeline, "Qwen3.6-27B", thread.of(Launched)[0].pid)
+        await _stop(pipeline, "Qwen3.6-27B", thread.of(Launched)[0].handle.pid)
     finally:
         await pipeline.close()
 
@@ -100,7 +100,7 @@ async def test_an_eagle3_head_is_planned_and_launched(sshd, drafthost, tmp_path)
         for flag, value in (("--speculative-num-steps", "3"), ("--speculative-eagle-topk", "1"),
                             ("--speculative-num-draft-tokens", "4")):
             assert _arg(plan.argv, flag) == value
-        await _stop(pipeline, "Llama-3.1-8B-Instruct", thread.of(Launched)[0].pid)
+        await _stop(pipeline, "Llama-3.1-8B-Instruct", thread.of(Launched)[0].handle.pid)
     finally:
         await pipeline.close()
 
@@ -115,7 +115,7 @@ async def test_a_standalone_draft_model_on_vllm_is_planned_and_launched(sshd, dr
         config = json.loads(_arg(plan.argv, "--speculative-config"))
         assert config == {"method": "draft_model", "model": str(drafthost.models_dir / DRAFT),
                           "num_speculative_tokens": 3}
-        await _stop(pipeline, "Qwen3-32B", thread.of(Launched)[0].pid)
+        await _stop(pipeline, "Qwen3-32B", thread.of(Launched)[0].handle.pid)
     finally:
         await pipeline.close()
 

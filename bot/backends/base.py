@@ -116,8 +116,11 @@ class Backend(Protocol):
     #: The host's name in app.yaml.
     host: str
 
-    async def probe(self, *, model: str | None = None) -> HostFacts:
-        """What the planner needs: GPUs, processes, ports, models, engines."""
+    async def probe(
+        self, *, model: str | None = None, draft_model: str | None = None, drafters: bool = False
+    ) -> HostFacts:
+        """What the planner needs: GPUs, processes, ports, models, engines; with ``drafters`` (or a named
+        ``draft_model``) also the drafter folders a speculative plan may use (HostFacts.drafters)."""
         ...
 
     async def engine_help(self, engines: list[str]) -> dict[str, str]:

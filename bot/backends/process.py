@@ -33,8 +33,11 @@ class ProcessBackend:
         self.config = config
         self.remote = remote
 
-    async def probe(self, *, model: str | None = None) -> HostFacts:
-        return await probe(self.remote, self.host, self.config, model=model)
+    async def probe(
+        self, *, model: str | None = None, draft_model: str | None = None, drafters: bool = False
+    ) -> HostFacts:
+        return await probe(self.remote, self.host, self.config, model=model, draft_model=draft_model,
+                           drafters=drafters)
 
     async def engine_help(self, engines: list[str]) -> dict[str, str]:
         return await fetch_engine_help(self.remote, self.config, engines)
