@@ -67,9 +67,22 @@ class SlurmBackendSettings(Strict):
     poll_interval_s: float = Field(default=1.0, gt=0, le=60)
 
 
+class MultiNodeBackendSettings(Strict):
+    """`backend: {kind: multinode, members: [A, B]}`: one deployment across several hosts with the engine's own
+    multi-node runtime (SGLang `--nnodes N --node-rank R --dist-init-addr HEAD:PORT`; bot/backends/multinode.py).
+    The members are other hosts of app.yaml (process backend), in rank order: the first is the head; the entry's own
+    `models_dir`, `python`, `address` are the head's."""
+
+    kind: Literal["multinode"]
+    members: list[str] = Field(min_length=2, max_length=16)
+    #: The torch.distributed rendezvous port on the head (`--dist-init-addr HEAD_ADDRESS:PORT`).
+    dist_port: int = Field(default=20000, ge=1024, le=65535)
+
+
 #: How and where a host's deployments run: one member per backend, chosen by `kind` (app.yaml's `backend:`). A
 #: backend with settings of its own adds its model here and its class to bot/backends/registry.py.
-BackendSettings = Annotated[Union[ProcessBackendSettings, SlurmBackendSettings], Field(discriminator="kind")]
+BackendSettings = Annotated[Union[ProcessBackendSettings, SlurmBackendSettings, MultiNodeBackendSettings],
+                            Field(discriminator="kind")]
 
 
 class HostConfig(Strict):
@@ -195,6 +208,13 @@ class AppConfig(Strict):
         for name in value:
             if not re.match(HOST_NAME_PATTERN, name):
                 raise ValueError(f"host name {name!r} must match {HOST_NAME_PATTERN}")
+        for name, host in value.items():
+            if isinstance(host.backend, MultiNodeBackendSettings):
+                wrong = [m for m in host.backend.members
+                         if m not in value or not isinstance(value[m].backend, ProcessBackendSettings)]
+                if wrong or len(set(host.backend.members)) != len(host.backend.members):
+                    raise ValueError(f"{name}: members must be distinct hosts of this file with the process backend "
+                                     f"(not: {', '.join(wrong) or 'a repeated name'})")
         return value
 
 

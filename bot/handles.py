@@ -66,5 +66,30 @@ class SlurmJob(Handle):
         return f"job {self.job_id} on node {self.node}" if self.node else f"job {self.job_id}"
 
 
+class RankHandle(BaseModel):
+    """One rank of a multi-node deployment: the member host, its process, where its log started."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rank: int
+    host: str
+    handle: ProcessHandle
+    log_offset: int = 0
+
+
+class MultiNodeHandle(Handle):
+    """One deployment over several hosts (bot/backends/multinode.py): a process per node, rank 0 serves HTTP."""
+
+    kind: Literal["multinode"] = "multinode"
+    ranks: list[RankHandle]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"rank {r.rank} {r.handle.label} on {r.host}" for r in self.ranks)
+
+    def holds_process(self, pid: int) -> bool:
+        return any(r.handle.holds_process(pid) for r in self.ranks)
+
+
 #: Every kind of handle a backend may give; ``kind`` says which backend made it.
-DeploymentHandle = Annotated[Union[ProcessHandle, SlurmJob], Field(discriminator="kind")]
+DeploymentHandle = Annotated[Union[ProcessHandle, SlurmJob, MultiNodeHandle], Field(discriminator="kind")]

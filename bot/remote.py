@@ -283,6 +283,10 @@ class RemotePool:
         self._remotes: dict[str, Remote] = {}
         self.connect_failures: Tally[str] = Tally()  # kept when the remotes are closed and made again
 
+    def host_config(self, host: str) -> HostConfig:
+        """A host's app.yaml entry (a backend spanning hosts makes its members' backends from these)."""
+        return self._hosts[host]
+
     def get(self, host: str) -> Remote:
         if host not in self._remotes:
             cfg = self._hosts[host]

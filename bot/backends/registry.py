@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.backends.base import Backend
+from bot.backends.multinode import MultiNodeBackend
 from bot.backends.process import ProcessBackend
 from bot.backends.slurm import SlurmBackend
 from bot.config import HostConfig
@@ -19,6 +20,7 @@ BackendFactory = Callable[[str, HostConfig, RemotePool], Backend]
 BACKENDS: dict[str, BackendFactory] = {
     "process": lambda host, config, remotes: ProcessBackend(host, config, remotes.get(host)),
     "slurm": lambda host, config, remotes: SlurmBackend(host, config, remotes.get(host)),
+    "multinode": lambda host, config, remotes: MultiNodeBackend(host, config, remotes),
 }
 
 

@@ -40,6 +40,11 @@ class ServerArgs:
     pp_size: int = 1
     ep_size: int = 1
     base_gpu_id: int = 0
+    #: Multi-node tensor parallelism (--nnodes N --node-rank R --dist-init-addr HEAD:PORT): each node runs
+    #: tp_size / nnodes ranks; only node 0 serves HTTP (SGLang's non-zero rank nodes run their schedulers only).
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_init_addr: str | None = None
     trust_remote_code: bool = False
     dtype: str = "auto"
     quantization: str | None = None

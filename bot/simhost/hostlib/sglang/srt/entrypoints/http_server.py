@@ -183,6 +183,11 @@ class SGLangEngine(SimEngine):
         )
 
         self.at(0.82)
+        if args.node_rank > 0:
+            # SGLang's engine: "In multi-node cases, non-zero rank nodes do not need to run tokenizer or
+            # detokenizer, so they can just wait here" (python/sglang/srt/entrypoints/engine.py): no HTTP server.
+            self.ready.set()
+            return
         try:
             self.bind_port()
         except OSError as exc:
@@ -223,7 +228,8 @@ class SGLangEngine(SimEngine):
     def build_runners(self, facts: ModelFacts) -> None:
         args = self.args
         gpus = self.visible()
-        wanted = list(range(args.base_gpu_id, args.base_gpu_id + args.tp_size))
+        per_node = args.tp_size // max(args.nnodes, 1)
+        wanted = list(range(args.base_gpu_id, args.base_gpu_id + per_node))
         if wanted[-1] >= len(gpus):
             raise RuntimeError(
                 "CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other "
@@ -242,7 +248,7 @@ class SGLangEngine(SimEngine):
             self.accept_len = min(1.0 + 0.62 * args.speculative_num_steps, args.speculative_num_draft_tokens or 2)
         self.runners = [
             ModelRunner(args, facts, __version__, rank, self.gpu(index), self.free_gib(index), self.mem_fraction_static)
-            for rank, index in enumerate(self.placement)
+            for rank, index in enumerate(self.placement, start=args.node_rank * per_node)
         ]
 
     # ----------------------------------------------------------------------------------------- serving
@@ -254,6 +260,8 @@ class SGLangEngine(SimEngine):
 
     def periodic_line(self, tick: int) -> list[str]:
         args, tokens = self.args, self.runners[0].memory.kv_tokens
+        if args.node_rank > 0:
+            return []  # batches are logged by TP0, on node 0
         used = 150 + 40 * tick
         lines = []
         if tick == 1:
