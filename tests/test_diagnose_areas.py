@@ -247,3 +247,44 @@ def test_a_plan_that_drafts_tips_an_unclear_crash_towards_the_drafter_but_never_
     assert diagnose(config + crash).category == "speculative_config_invalid"
     bare = "(EngineCore_DP0 pid=9) ERROR 04-01 10:00:00 [core.py:700] RuntimeError: shape mismatch: [4, 2048]\n"
     assert diagnose(config + bare).category == "other"
+
+
+AREA_CASES = {
+    # An IndexError inside SGLang's CUDA-graph capture (python/sglang/srt/model_executor/cuda_graph_runner.py):
+    # torch's own message; the capture began and never ended.
+    "capture_index_error": ("cuda_graph_oom", f"""\
+[2025-05-02 09:00:00 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.31 GB
+[2025-05-02 09:00:04 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "{_SGL}/model_executor/cuda_graph_runner.py", line 380, in capture
+    ) = self.capture_one_batch_size(bs, forward)
+  File "{_SGL}/model_executor/cuda_graph_runner.py", line 470, in capture_one_batch_size
+    run_once()
+  File "{_SGL}/layers/rotary_embedding.py", line 160, in forward_cuda
+    cos_sin = self.cos_sin_cache[positions]
+IndexError: index 32768 is out of bounds for dimension 0 with size 32768
+"""),
+    # vLLM's FlashMLA support check (vllm/attention/ops/flashmla.py is_flashmla_supported: "FlashMLA is only
+    # supported on Hopper devices."), raised on another GPU.
+    "flashmla_hopper_only": ("cuda_arch_or_driver", """\
+(EngineCore_DP0 pid=311) ERROR 03-12 11:00:00 [core.py:708] ValueError: FlashMLA is only supported on Hopper devices.
+"""),
+    # An IndexError inside SGLang's own argument handling (python/sglang/srt/server_args.py).
+    "server_args_index_error": ("bad_argument", f"""\
+Traceback (most recent call last):
+  File "{_SITE}/sglang/launch_server.py", line 11, in <module>
+    server_args = prepare_server_args(sys.argv[1:])
+  File "{_SGL}/server_args.py", line 3100, in prepare_server_args
+    server_args = ServerArgs.from_cli_args(raw_args)
+  File "{_SGL}/server_args.py", line 2990, in __post_init__
+    self.cuda_graph_bs = sorted(self.cuda_graph_bs)[: self.cuda_graph_max_bs_index[0]]
+IndexError: list index out of range
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AREA_CASES))
+def test_capture_hardware_and_argument_areas(name: str) -> None:
+    category, log = AREA_CASES[name]
+    result = diagnose(log)
+    assert result.category == category, (name, result.category, result.cause)
+    assert result.next_steps and result.confidence <= 0.6

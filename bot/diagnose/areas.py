@@ -80,6 +80,23 @@ AREAS: tuple[Area, ...] = (
                           r"|\bnot found in your environment\b|\bmodule '(?!transformers)[a-z_][\w.]{0,60}' has no "
                           r"attribute\b|\boperator \w{1,40}::\w{1,80} does not exist", _I),
          kind="module"),
+    # The taxonomy's "OOM or failure during CUDA graph capture": the capture code, or a crash while capture runs
+    # (the capture milestone is the last phase reached, see place()).
+    Area("cuda_graph_oom", "CUDA graph capture failed: {0}",
+         frames=re.compile(r"cuda_graph_runner|cudagraph|capture_model|capture_one_batch|graph_capture|CUDAGraph"
+                           r"|piecewise_backend|cuda_graph", _I),
+         words=re.compile(r"cuda ?graph|cudagraph|graph capture|\bcapturing\b", _I), kind="capture"),
+    # A GPU generation or capability named in the error: the hardware is what the code refuses.
+    Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
+         words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b(?:Volta|Turing|Ampere|Hopper"
+                          r"|Blackwell)\b|\bdriver version\b|\bno kernel image\b", _I), kind="arch"),
+    Area("quantization_unsupported", "the quantization kernels failed for this model or GPU: {0}",
+         frames=re.compile(r"/layers/quantization/", _I), words=re.compile(r"\bquantiz", _I)),
+    # The engine's argument checks (sglang/srt/server_args.py, vllm/engine/arg_utils.py, vllm/config/), or an error
+    # that names one of its flags.
+    Area("bad_argument", "the engine refused a launch setting: {0}",
+         frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", _I),
+         words=re.compile(r"(?<![\w-])--[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
     Area("port_in_use", "a port the engine binds is taken: {0}",
          words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"
                           r"|\bbind\b[^\n]{0,80}\b(?:fail|error|in use|taken)|failed to (?:bind|listen)\b"
@@ -173,6 +190,16 @@ SPECULATIVE_ON = re.compile(
 _SPECULATIVE_PRIOR = 1
 
 
+#: A crash while CUDA graphs were being captured (the capture began and never ended) weighs for the capture.
+_PHASE_PRIOR = 2
+
+
+def _capturing_when(structure: TailStructure, pos: int) -> bool:
+    """Whether the last start-up milestone before the crash line is "capturing CUDA graphs"."""
+    before = [m for m in structure.milestones if pos < 0 or m.pos < pos]
+    return bool(before) and before[-1].phase == "graphs_capturing"
+
+
 def place(finding: Finding, lines: list[LogLine], structure: TailStructure, speculative: bool = False) -> None:
     """Move an unrecognised crash (``other``, nothing known) into the area its evidence points at, in place.
     ``speculative``: the plan runs speculative decoding (the tail may say so too)."""
@@ -190,6 +217,9 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
                   else (score, placed) for area, (score, placed) in zip(AREAS, scores)]
+    if _capturing_when(structure, finding.pos):
+        scores = [(score + _PHASE_PRIOR, placed) if area.category == "cuda_graph_oom" else (score, placed)
+                  for area, (score, placed) in zip(AREAS, scores)]
     ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
     (best, index), (second, runner_up) = ranked[0], ranked[1]
     if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):
