@@ -40,6 +40,9 @@ class Area:
     classes: re.Pattern[str] | None = None  # the exception's class name
     words: re.Pattern[str] | None = None  # searched in the exception messages and error lines
     kind: str | None = None  # the advice's kind for this category
+    #: Only when this start-up phase is the last the tail reached before the crash (bot/diagnose/structure.py
+    #: MILESTONES): a place in the capture code alone is a hint, not a verdict.
+    phase: str | None = None
 
 
 AREAS: tuple[Area, ...] = (
@@ -85,7 +88,8 @@ AREAS: tuple[Area, ...] = (
     Area("cuda_graph_oom", "CUDA graph capture failed: {0}",
          frames=re.compile(r"cuda_graph_runner|cudagraph|capture_model|capture_one_batch|graph_capture|CUDAGraph"
                            r"|piecewise_backend|cuda_graph", _I),
-         words=re.compile(r"cuda ?graph|cudagraph|graph capture|\bcapturing\b", _I), kind="capture"),
+         words=re.compile(r"cuda ?graph|cudagraph|graph capture|\bcapturing\b", _I), kind="capture",
+         phase="graphs_capturing"),
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
          words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b(?:Volta|Turing|Ampere|Hopper"
@@ -190,14 +194,14 @@ SPECULATIVE_ON = re.compile(
 _SPECULATIVE_PRIOR = 1
 
 
-#: A crash while CUDA graphs were being captured (the capture began and never ended) weighs for the capture.
+#: A crash in the phase an area needs (CUDA graphs being captured: begun, never ended) weighs for that area.
 _PHASE_PRIOR = 2
 
 
-def _capturing_when(structure: TailStructure, pos: int) -> bool:
-    """Whether the last start-up milestone before the crash line is "capturing CUDA graphs"."""
+def _phase_when(structure: TailStructure, pos: int) -> str | None:
+    """The last start-up milestone before the crash line ("graphs_capturing": the capture began, never ended)."""
     before = [m for m in structure.milestones if pos < 0 or m.pos < pos]
-    return bool(before) and before[-1].phase == "graphs_capturing"
+    return before[-1].phase if before else None
 
 
 def place(finding: Finding, lines: list[LogLine], structure: TailStructure, speculative: bool = False) -> None:
@@ -217,9 +221,10 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
                   else (score, placed) for area, (score, placed) in zip(AREAS, scores)]
-    if _capturing_when(structure, finding.pos):
-        scores = [(score + _PHASE_PRIOR, placed) if area.category == "cuda_graph_oom" else (score, placed)
-                  for area, (score, placed) in zip(AREAS, scores)]
+    reached = _phase_when(structure, finding.pos)
+    scores = [(0, False) if area.phase and area.phase != reached else
+              (score + _PHASE_PRIOR, placed) if area.phase else (score, placed)
+              for area, (score, placed) in zip(AREAS, scores)]
     ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
     (best, index), (second, runner_up) = ranked[0], ranked[1]
     if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):
