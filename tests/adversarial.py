@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import re
@@ -28,10 +29,20 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 #: Modules whose patterns run on text from a host (engine logs, tails): every module of the ``bot.diagnose`` package
-#: (the rule tables may grow new modules) plus the log normaliser/event reader, the redactor and every engine's crash
-#: rules.
-FIXED_MODULES = ("bot.logevents", "bot.redact", "planners.engines.sglang.crash_rules",
-                 "planners.engines.vllm.crash_rules")
+#: (the rule tables may grow new modules) plus the log normaliser/event reader, the redactor and every registered
+#: engine's log dialect and crash rules (``engine_modules``).
+FIXED_MODULES = ("bot.logevents", "bot.redact")
+
+
+def engine_modules() -> list[str]:
+    """Each registered engine package's logs.py and crash_rules.py (planners/engines/<name>/)."""
+    from planners.engines import registry
+
+    found = []
+    for engine in registry.engines():
+        package = type(engine).__module__.rpartition(".")[0]
+        found += [f"{package}.{part}" for part in ("logs", "crash_rules") if importlib.util.find_spec(f"{package}.{part}")]
+    return found
 
 #: Characters and short units that typical backtracking culprits consume.
 BASE_UNITS = ("a", "A", "1", " ", "\t", "-", ".", "_", "'", '"', "[", "(", "/", ":", "a.", "a ", "1 ", "a-", "a1",
@@ -44,7 +55,7 @@ _REPEATS = (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT,
 def host_text_modules() -> list[str]:
     """The modules, each after the ones it imports from (so a table is named after the module that defines it)."""
     names = [info.name for info in pkgutil.walk_packages(bot.diagnose.__path__, "bot.diagnose.")]
-    names = sorted(names) + list(FIXED_MODULES)
+    names = sorted(names) + list(FIXED_MODULES) + engine_modules()
     sources = {name: inspect.getsource(importlib.import_module(name)) for name in names}
     ordered: list[str] = []
 
