@@ -288,3 +288,42 @@ def test_capture_hardware_and_argument_areas(name: str) -> None:
     result = diagnose(log)
     assert result.category == category, (name, result.category, result.cause)
     assert result.next_steps and result.confidence <= 0.6
+
+
+WORDINGS = {
+    # torch/cuda/__init__.py _lazy_init when no GPU is visible to the process.
+    "no_cuda_gpus": ("cuda_arch_or_driver", "RuntimeError: No CUDA GPUs are available\n"),
+    # NVML after a driver upgrade without a reboot (the kernel module and the user-space library differ).
+    "nvml_mismatch": ("cuda_arch_or_driver", "Failed to initialize NVML: Driver/library version mismatch\n"),
+    # cudaErrorInvalidDevice's own string: more ranks than visible GPUs.
+    "invalid_ordinal": ("cuda_arch_or_driver",
+                        "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
+                        "[rank3]: CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                        "stacktrace below might be incorrect.\n"),
+    # vllm/entrypoints/openai/cli_args.py validate_parsed_serve_args.
+    "auto_tool_choice": ("bad_argument", "(APIServer pid=1) TypeError: Error: --enable-auto-tool-choice requires "
+                                          "--tool-call-parser\n"),
+    # json raising while transformers reads the model folder's tokenizer.json (a git-lfs pointer in its place).
+    "tokenizer_json": ("model_files_missing_or_corrupt", f"""\
+Traceback (most recent call last):
+  File "{_SITE}/transformers/tokenization_utils_base.py", line 2300, in _from_pretrained
+    tokenizer = cls(*init_inputs, **init_kwargs)
+  File "{_SITE}/transformers/tokenization_utils_fast.py", line 115, in __init__
+    fast_tokenizer = TokenizerFast.from_file(fast_tokenizer_file)
+  File "/usr/lib/python3.12/json/__init__.py", line 346, in loads
+    return _default_decoder.decode(s)
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORDINGS))
+def test_driver_argument_and_file_wordings(name: str) -> None:
+    category, log = WORDINGS[name]
+    assert diagnose(log).category == category
+
+
+def test_a_json_error_outside_the_model_folder_is_not_a_corrupt_file() -> None:
+    log = ('Traceback (most recent call last):\n  File "/usr/lib/python3.12/json/__init__.py", line 346, in loads\n'
+           "    return _default_decoder.decode(s)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1\n")
+    assert diagnose(log).category != "model_files_missing_or_corrupt"

@@ -139,9 +139,18 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate"
            r"|system has unsupported display driver / cuda driver combination|CUDA unknown error - this may be due"
            r"|the provided PTX was compiled with an unsupported toolchain"
-           r"|CUDA-capable device\(s\) is/are busy or unavailable"),
+           r"|CUDA-capable device\(s\) is/are busy or unavailable"
+           # torch's own (torch/cuda/__init__.py _lazy_init, c10/cuda/CUDAFunctions.cpp) and NVML's
+           r"|\bNo CUDA GPUs are available\b|Unexpected error from cudaGetDeviceCount\(\)"
+           r"|Failed to initialize NVML: Driver/library version mismatch|\bNVML_SUCCESS == [^\n]{0,80}INTERNAL ASSERT"
+           r" FAILED|Torch not compiled with CUDA enabled"),
          80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
          kind="driver"),
+    # cudaErrorInvalidDevice: the process was asked for a GPU it cannot see (CUDA_VISIBLE_DEVICES, more TP ranks than
+    # visible GPUs).
+    Rule("invalid_device_ordinal", "cuda_arch_or_driver", r(r"CUDA error: invalid device ordinal|cudaErrorInvalidDevice"),
+         74, 0.75, "the engine asked for a GPU this process cannot see (CUDA_VISIBLE_DEVICES, or more ranks than GPUs)",
+         kind="driver", unsure=("bad_argument",)),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
     Rule("driver_library_missing", "cuda_arch_or_driver",
          r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): cannot open shared object file"), 76, 0.8,

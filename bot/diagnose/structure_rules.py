@@ -78,6 +78,12 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("safetensors_frames", "model_files_missing_or_corrupt", r".", 64, 0.75,
        "a safetensors file could not be read ({0})", kind="corrupt", frames=r"safetensors", depth=3,
        exclude=r"out of memory"),
+    # A JSON file of the model folder that does not parse (tokenizer.json, config.json, *_config.json): raised by
+    # json while transformers / huggingface_hub read it.
+    _s("model_json_unreadable", "model_files_missing_or_corrupt", r"JSONDecodeError$", 66, 0.7,
+       "a JSON file of the model folder is not valid JSON (a truncated download or a git-lfs pointer?) ({0})",
+       kind="corrupt", frames=r"transformers/(?:tokenization|configuration|models/auto|utils/hub)|huggingface_hub/"
+       r"|tokenizers|transformers_utils/(?:config|tokenizer)|hf_transformers_utils", depth=8),
     _s("config_class_frames", "transformers_too_old", r"^(?:KeyError|ValueError)$", 66, 0.75,
        "the installed transformers does not know this model's config class ({0})",
        frames=r"transformers/models/auto/(?:configuration|modeling|tokenization)_auto", depth=3,

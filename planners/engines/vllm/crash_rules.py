@@ -12,6 +12,8 @@ Each pattern is one of vLLM's own messages, from its source at the releases depl
 - vllm/platforms/__init__.py: "No platform detected, vLLM is running on UnspecifiedPlatform"; vllm/config: "Failed to
   infer device type";
 - vllm/config (SchedulerConfig): "max_num_batched_tokens (N) is smaller than max_model_len (M)";
+- vllm/entrypoints/openai/cli_args.py: "Error: --enable-auto-tool-choice requires --tool-call-parser", the parser
+  managers' "invalid tool call parser: X (chose from { ... })" / "invalid reasoning parser: X";
 - vllm/model_executor/layers/quantization/utils/marlin_utils.py: "... is not divisible by min_thread_k = 128.
   Consider reducing tensor_parallel_size or running with --quantization gptq.";
 - vllm/engine/arg_utils.py ``_raise_or_warning``: "VLLM_USE_V1=1 is not supported with {feature}" (raised) and
@@ -80,6 +82,11 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"max_num_batched_tokens \((\d{1,9})\) is smaller than max_model_len \((\d{1,9})\)"), 80, 0.85,
               "--max-num-batched-tokens {0} is smaller than --max-model-len {1} without chunked prefill",
               kind="batched_tokens"),
+    # vllm/entrypoints/openai/cli_args.py validate_parsed_serve_args and the parser managers: a tool-call or
+    # reasoning parser it does not have, or auto tool choice without a parser.
+    CrashRule("unknown_parser", "bad_argument",
+              _r(r"invalid (tool call|reasoning) parser: ([\w.-]{1,80})|--enable-auto-tool-choice requires "
+                 r"--tool-call-parser"), 82, 0.9, "this vLLM has no {0} parser {1}", kind="parser"),
     CrashRule("tile_not_divisible", "tp_not_divisible",
               _r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
                  r"tensor_parallel_size"), 80, 0.85,
