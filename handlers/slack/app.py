@@ -23,7 +23,7 @@ from bot.config import Secrets
 from bot.events import Failed, Stopped
 from bot.metrics import BotMetrics, ObservedThread
 from bot.pipeline import Outcome, Pipeline
-from handlers.slack.ackgate import AckGate
+from handlers.slack.ackgate import AckGate, Request, current_request
 from handlers.slack.approvals import ApprovalClicks
 from handlers.slack.blocks.approval import APPROVE_ACTION_ID, DENY_ACTION_ID
 from handlers.slack.board import StatusBoard, StepState
@@ -100,15 +100,15 @@ class SlackSurface:
     def spawn(self, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Future[Any]:
         """Run `work` on the story loop (never on the loop that acks), once the acks in flight went back (see
         handlers/slack/ackgate.py); returns a future of the calling loop."""
-        future = self.stories.submit(self._after_acks(work))
+        future = self.stories.submit(self._after_acks(work, current_request()))
         self.tasks.add(future)
         self._names[future] = name
         future.add_done_callback(self._task_done)
         return future
 
-    async def _after_acks(self, work: Coroutine[Any, Any, Any]) -> Any:
+    async def _after_acks(self, work: Coroutine[Any, Any, Any], own: Request | None) -> Any:
         try:
-            await self.acks.quiet()
+            await self.acks.quiet(own=own)
         except BaseException:
             work.close()  # cancelled before it began: never started, never awaited
             raise

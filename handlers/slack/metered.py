@@ -56,13 +56,12 @@ def ack_timer(metrics: BotMetrics, path: str,
         if request.method != "POST" or request.path != path:
             return await handler(request)
         started = time.perf_counter()
-        if gate is not None:
-            gate.enter()
+        token = gate.enter() if gate is not None else None
         try:
             return await handler(request)
         finally:
-            if gate is not None:
-                gate.leave()
+            if gate is not None and token is not None:
+                gate.leave(token)
             metrics.ack.observe(time.perf_counter() - started)
 
     return timed
@@ -86,13 +85,12 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
 
     async def handle(self, client: Any, req: Any) -> None:
         started = time.perf_counter()
-        if self.gate is not None:
-            self.gate.enter()
+        token = self.gate.enter() if self.gate is not None else None
         try:
             await super().handle(client, req)
         finally:
-            if self.gate is not None:
-                self.gate.leave()
+            if self.gate is not None and token is not None:
+                self.gate.leave(token)
             self.metrics.ack.observe(time.perf_counter() - started)
 
 
