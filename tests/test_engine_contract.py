@@ -6,7 +6,8 @@ by the command line of a server it runs; it parses its captured --help texts (bo
 own parsers; the scratch engine's in tests/engines/llamacpp); the planner builds the seed plan's argv with it and its
 own help parser accepts every flag; ``flag()`` spells every neutral flag id in a way its help knows (version-aware:
 each captured release's own spelling); its log dialect reads its own weights / KV / ready lines from the fixtures in
-tests/engines/<name>/healthy.log; and each of its crash rules matches a line of tests/engines/<name>/crash_lines.json.
+tests/engines/<name>/healthy.log; and each of its crash rules matches a line of tests/engines/<name>/crash_lines.json,
+which the diagnoser, told the engine, places in that rule's category.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import HostConfig, Policy
+from bot.diagnose import diagnose
+from bot.diagnose.rules import rules_for
 from bot.logevents import KvCacheAllocated, LogReader, ServerReady, WeightsLoaded, detect_engine
 from bot.models import DeployRequest, EngineInstall, HostFacts, LaunchPlan
 from bot.inventory import Inventory, InventoryHost
@@ -39,9 +42,11 @@ PROBE = {k: v for k, v in json.loads((HERE / "data" / "probe_h200.json").read_te
 def scratch_engines():
     for engine in SCRATCH:
         registry.register(engine)
+    rules_for.cache_clear()  # the diagnoser caches each engine's rule set
     yield
     for engine in SCRATCH:
         registry.unregister(engine.name)
+    rules_for.cache_clear()
 
 
 ENGINES = ("sglang", "vllm", *(e.name for e in SCRATCH))
@@ -177,3 +182,7 @@ def test_each_crash_rule_matches_its_fixture_line(name: str) -> None:
         if rule.context is not None:  # the words it needs above it (or on the line itself)
             assert rule.context.search(fixture.get("context", line)), rule.name
         assert fixture["source"], "say where the line came from"
+        # and the diagnoser, told the engine, gives the rule's verdict for that tail
+        tail = "".join(f"{text}\n" for text in (fixture.get("context"), line) if text)
+        verdict = diagnose(tail, engine=name, exit_code=1)
+        assert verdict.category == rule.category, (rule.name, verdict.category, verdict.cause)

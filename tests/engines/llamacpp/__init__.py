@@ -44,7 +44,7 @@ DIALECT = LogDialect(
 
 RULES = (
     # tools/server/server.cpp: LOG_ERR("%s: exiting due to model loading error\n") after "failed to load model"
-    CrashRule("llamacpp_model_load", "checkpoint_unreadable", re.compile(r"failed to load model", re.IGNORECASE),
+    CrashRule("llamacpp_model_load", "model_files_missing_or_corrupt", re.compile(r"failed to load model", re.IGNORECASE),
               80, 0.85, "llama-server could not load the model file (not a GGUF file, or a truncated one)"),
 )
 
