@@ -241,7 +241,7 @@ IndexError: index out of range in self
 @pytest.mark.parametrize(("version", "line", "expected"), [
     # A flag newer than the installed release (vllm-project/vllm#42399: --reasoning-config refused by an older image).
     ("0.11.0", "vllm: error: unrecognized arguments: --reasoning-config {}", "first appears in vLLM 0.20.0"),
-    # A flag a newer release renamed (planners/engine_renames.py, diffed from the captured parsers).
+    # A flag a newer release renamed (planners/engines/<engine>/renames.py, diffed from the captured parsers).
     ("0.33.0", "vllm: error: unrecognized arguments: --no-disable-cascade-attn", "use --enable-cascade-attn"),
     # A typo: the captured parser's closest option.
     ("0.20.0", "vllm: error: unrecognized arguments: --max-model-lenght 4096", "did you mean --max-model-len?"),

@@ -4,7 +4,7 @@ SGLang refuses MTP on a hybrid (Mamba / Gated DeltaNet) model whose radix cache 
 "Speculative decoding for X is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer.
 To use radix cache with speculative decoding, please use --mamba-scheduler-strategy extra_buffer and set
 SGLANG_ENABLE_SPEC_V2=1." (sglang/srt/server_args.py, 0.5.9-0.5.11; reproduced by tools/engine_check.py). The fix
-is what the message asks, spelled as the host's build spells it (the planner's own choice, planners/sglang.py:
+is what the message asks, spelled as the host's build spells it (the planner's own choice, planners/engines/sglang/flags.py:
 --mamba-scheduler-strategy, or --mamba-radix-cache-strategy on 0.5.2x, or --disable-radix-cache when the build has
 neither), so the relaunch keeps the MTP the person asked for.
 """
