@@ -327,3 +327,11 @@ def test_a_json_error_outside_the_model_folder_is_not_a_corrupt_file() -> None:
     log = ('Traceback (most recent call last):\n  File "/usr/lib/python3.12/json/__init__.py", line 346, in loads\n'
            "    return _default_decoder.decode(s)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1\n")
     assert diagnose(log).category != "model_files_missing_or_corrupt"
+
+
+def test_a_start_that_ends_with_the_workers_exiting_is_a_crash() -> None:
+    # CPython's resource tracker as the engine's worker processes exit (multiprocessing/resource_tracker.py).
+    log = ("INFO 05-11 08:00:07 [gpu_model_runner.py:1800] Starting to load model /models/Qwen3-8B...\n"
+           "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There appear "
+           "to be 1 leaked semaphore objects to clean up at shutdown\n")
+    assert diagnose(log).category != "none"

@@ -323,10 +323,13 @@ ERROR_SHAPED = re.compile(
     r"|CUDA kernel errors might be asynchronously reported|CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA")
 #: What a dying process leaves behind, whatever level it is logged at: torch's warning that a process exited holding
 #: shared CUDA tensors (torch/csrc/CudaIPCTypes.cpp) or without destroying its process group (ProcessGroupNCCL.cpp),
-#: SGLang tearing down its process tree. In a tail that never showed the server alive it ends a crash.
+#: SGLang tearing down its process tree, Python's resource tracker cleaning up after exiting workers. In a tail that
+#: never showed the server alive it ends a crash.
 DEATH_SIGNS = re.compile(
     r"Producer process has been terminated before all shared CUDA tensors released"
-    r"|destroy_process_group\(\) was not called before program exit|kill_process_tree called")
+    r"|destroy_process_group\(\) was not called before program exit|kill_process_tree called"
+    # CPython's multiprocessing resource tracker as the processes exit (multiprocessing/resource_tracker.py)
+    r"|leaked (?:semaphore|shared_memory) objects? to clean up at shutdown")
 
 #: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
 #: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this
