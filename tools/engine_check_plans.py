@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bot.config import HostConfig, Policy
 from bot.models import DeployRequest, EngineInstall, GpuInfo, HostFacts, LaunchPlan, ModelFolder
-from bot.simhost.captures import captured_versions, help_text
+from bot.simhost.captures import CAPTURES, captured_versions, help_text
 from bot.simhost.modelfiles import CONFIG_DIR, available_models, write_model_folder
 from planners.plan import make_plan
 
@@ -46,6 +46,9 @@ class Case:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     control: str | None = None  # a negative control: what it breaks
+    #: a negative control's expected refusal: a regex over the engine's message and where it was raised, so that a
+    #: control rejected for another reason (a harness artefact) does not count as the check saying no
+    expect: str | None = None
 
 
 def gpus(kind: str) -> list[GpuInfo]:
@@ -72,14 +75,23 @@ def model_folder(models_dir: Path, name: str) -> ModelFolder:
                        index_total_size=index["metadata"]["total_size"], has_custom_code=False)
 
 
-def facts(engine: str, version: str, kind: str, folder: ModelFolder) -> HostFacts:
+def full_help(engine: str, version: str) -> str:
+    """The release's complete help: vLLM's ``--help=all`` where captured (its plain ``--help`` lists each option
+    once in the usage block, without aliases or the ``--no-`` half of a boolean pair, and 0.2x+ only names the
+    groups below it), else the plain ``--help``."""
+    whole = CAPTURES / f"{engine}-{version}.help-all.txt"
+    return whole.read_text() if whole.exists() else help_text(engine, version)
+
+
+def facts(engine: str, version: str, kind: str, folder: ModelFolder, plain_help: bool = False) -> HostFacts:
+    text = help_text(engine, version) if plain_help else full_help(engine, version)
     return HostFacts(host="check", gpu_source="nvml", gpus=gpus(kind), model=folder, models_available=[folder.name],
-                     engines={engine: EngineInstall(name=engine, version=version)},
-                     engine_help={engine: help_text(engine, version)})
+                     engines={engine: EngineInstall(name=engine, version=version)}, engine_help={engine: text})
 
 
-def plans(models_dir: Path) -> tuple[list[Case], list[str]]:
-    """Every plan deploybot makes over the matrix, and one line per request it refused (not a plan: not checked)."""
+def plans(models_dir: Path, plain_help: bool = False) -> tuple[list[Case], list[str]]:
+    """Every plan deploybot makes over the matrix, and one line per request it refused (not a plan: not checked).
+    ``plain_help``: plan from the plain ``--help`` (what the bot's probe runs today) instead of the complete one."""
     cases: list[Case] = []
     refused: list[str] = []
     host = HostConfig(models_dir=str(models_dir), python="/usr/bin/python3", transport="local")
@@ -91,7 +103,7 @@ def plans(models_dir: Path) -> tuple[list[Case], list[str]]:
                 for kind in GPU_KINDS:
                     for variant, asked in VARIANTS.items():
                         request = DeployRequest(action="start", model=model, host="check", engine=engine, **asked)
-                        result = make_plan(request, facts(engine, version, kind, folder), host, policy)
+                        result = make_plan(request, facts(engine, version, kind, folder, plain_help), host, policy)
                         case_id = f"{engine}-{version} {kind}GB {model} {variant}"
                         if isinstance(result, LaunchPlan):
                             cases.append(Case(case_id, engine, version, kind, result.argv[3:], dict(result.env)))
@@ -100,31 +112,48 @@ def plans(models_dir: Path) -> tuple[list[Case], list[str]]:
     return cases, refused
 
 
+#: What each control's refusal looks like, per engine (messages of the captured releases' own checks):
+#: SGLang ModelConfig "User-specified context_length (...) is greater than the derived context_length", its
+#: speculative checks in server_args.py / arg_groups/speculative_hook.py, QKVParallelLinear "32 is not divisible
+#: by 3"; vLLM ModelConfig "User-specified max_model_len (...) is greater than the derived max_model_len",
+#: SpeculativeConfig's method / draft-model checks, ModelConfig.verify_with_parallel_config "Total number of
+#: attention heads (32) must be divisible by tensor parallel size (3)".
+EXPECT = {
+    ("sglang", "context"): r"context_length \(1000000\) is greater than the derived context_length",
+    ("sglang", "partial-spec"): r"speculative|server_args\.py|speculative_hook\.py",
+    ("sglang", "tp3"): r"32 is not divisible by 3",
+    ("vllm", "context"): r"max_model_len.{0,40}1000000.{0,40}greater than the derived",
+    ("vllm", "partial-spec"): r"speculative|draft|method",
+    ("vllm", "tp3"): r"attention heads \(32\) must be divisible by tensor parallel size \(3\)",
+}
+
+
 def controls(models_dir: Path) -> list[Case]:
-    """Launch lines that must fail each engine's own validation: they show the check can say no."""
+    """Launch lines that must fail each engine's own validation, for the reason they break: they show the check
+    can say no."""
     qwen8, llama8, qwen36 = (str(models_dir / m) for m in ("Qwen3-8B", "Llama-3.1-8B-Instruct", "Qwen3.6-27B"))
     for name in ("Qwen3-8B", "Llama-3.1-8B-Instruct", "Qwen3.6-27B"):
         model_folder(models_dir, name)
+    lines = {
+        "sglang": {
+            "context": (["--model-path", qwen8, "--context-length", "1000000"],
+                        "context 1,000,000 > the model's 40,960"),
+            "partial-spec": (["--model-path", qwen36, "--tp-size", "2", "--trust-remote-code", "--disable-radix-cache",
+                              "--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "1"],
+                             "topk without --speculative-num-steps"),
+            "tp3": (["--model-path", llama8, "--tp-size", "3"], "TP 3 on 32 attention heads"),
+        },
+        "vllm": {
+            "context": (["--model", qwen8, "--max-model-len", "1000000"], "max-model-len 1,000,000 > the model's 40,960"),
+            "partial-spec": (["--model", llama8, "--speculative-config", '{"num_speculative_tokens": 1}'],
+                             "num_speculative_tokens without a method or draft model"),
+            "tp3": (["--model", llama8, "--tensor-parallel-size", "3"], "TP 3 on 32 attention heads"),
+        },
+    }
     out: list[Case] = []
-    for version in captured_versions("sglang"):
-        base = ["--trust-remote-code"]
-        out += [
-            Case(f"sglang-{version} control context", "sglang", version, "80",
-                 ["--model-path", qwen8, "--context-length", "1000000"], control="context 1,000,000 > the model's 40,960"),
-            Case(f"sglang-{version} control partial-spec", "sglang", version, "80",
-                 ["--model-path", qwen36, "--tp-size", "2", *base, "--disable-radix-cache", "--speculative-algorithm",
-                  "EAGLE", "--speculative-eagle-topk", "1"], control="topk without --speculative-num-steps"),
-            Case(f"sglang-{version} control tp3", "sglang", version, "80",
-                 ["--model-path", llama8, "--tp-size", "3"], control="TP 3 on 32 attention heads"),
-        ]
-    for version in captured_versions("vllm"):
-        out += [
-            Case(f"vllm-{version} control context", "vllm", version, "80",
-                 ["--model", qwen8, "--max-model-len", "1000000"], control="max-model-len 1,000,000 > the model's 40,960"),
-            Case(f"vllm-{version} control partial-spec", "vllm", version, "80",
-                 ["--model", llama8, "--speculative-config", '{"num_speculative_tokens": 1}'],
-                 control="num_speculative_tokens without a method or draft model"),
-            Case(f"vllm-{version} control tp3", "vllm", version, "80",
-                 ["--model", llama8, "--tensor-parallel-size", "3"], control="TP 3 on 32 attention heads"),
-        ]
+    for engine, by_name in lines.items():
+        for version in captured_versions(engine):
+            for name, (argv, what) in by_name.items():
+                out.append(Case(f"{engine}-{version} control {name}", engine, version, "80", argv, control=what,
+                                expect=EXPECT[(engine, name)]))
     return out

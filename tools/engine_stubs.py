@@ -101,6 +101,7 @@ class _StubLoader(importlib.abc.Loader):
         STUBBED.append(module.__name__)
         if self.compiled:
             COMPILED_OR_SO.add(module.__name__)
+            stub_op_namespaces(module.__name__)
 
 
 def _in_import_statement() -> bool:
@@ -144,6 +145,52 @@ COMPILED_CUDA = (
 
 
 ENGINE_PACKAGES = ("vllm", "sglang")
+#: The torch operator namespaces a compiled extension registers when it loads (vLLM csrc/torch_bindings.cpp:
+#: TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ...) and its _cache_ops / _cuda_utils / _custom_ar / _utils
+#: fragments; the stable-ABI library adds to ``_C``). Other extensions register under their own module name.
+_C_NAMESPACES = ("_C", "_C_cache_ops", "_C_cuda_utils", "_C_custom_ar", "_C_utils")
+
+
+class _StubOpNamespace:
+    """Stands in for ``torch.ops.<namespace>`` of a stubbed compiled extension: every operator is a _StubOp."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        STUBBED.append(f"torch.ops.{self.namespace}")
+        return _StubOp(f"{self.namespace}::{name}")
+
+
+class _StubOp:
+    """An operator of a stubbed compiled extension: its overloads (``.default``) are stubs too, and calling it
+    answers False. Only capability queries are called while arguments are validated (``cutlass_scaled_mm_supports_
+    fp8(capability)`` and the like); False is the honest answer, as the kernel is not there."""
+
+    def __init__(self, qualname: str) -> None:
+        self.qualname = qualname
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _StubOp(f"{self.qualname}.{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+        return False
+
+
+def stub_op_namespaces(module_name: str) -> None:
+    """Give torch.ops the operator namespaces that the (stubbed) compiled extension ``module_name`` would register."""
+    if module_name.split(".")[0] not in ENGINE_PACKAGES or "torch" not in sys.modules:
+        return
+    import torch
+
+    last = module_name.rsplit(".", 1)[-1]
+    for namespace in _C_NAMESPACES if last.startswith("_C") else (last,):
+        if not isinstance(getattr(torch.ops, namespace, None), _StubOpNamespace):
+            setattr(torch.ops, namespace, _StubOpNamespace(namespace))
 
 
 class CompiledStubFinder(importlib.abc.MetaPathFinder):
@@ -159,9 +206,38 @@ class CompiledStubFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+#: Operator namespaces that the stubbed kernel packages register in torch when they load (sgl_kernel's .so defines
+#: torch.ops.sgl_kernel.*). Engines attach fake (meta) implementations to those operators at import time, e.g.
+#: sglang 0.5.9 srt/layers/quantization/fp8_kernel.py: ``@torch.library.register_fake("sgl_kernel::...")``.
+STUBBED_OP_NAMESPACES = ("sgl_kernel",)
+
+
+def tolerate_fake_kernels_for_stubbed_ops() -> None:
+    """A fake (meta) implementation for an operator of a stubbed kernel package or compiled extension (vLLM's
+    _custom_ops.py: ``@register_fake("_C::gptq_gemm")``) is kept as a plain function: the operator does not exist
+    here (its library is a stub), and the fake only serves torch.compile tracing of a kernel
+    that never runs in argument validation. Every other registration goes to torch unchanged."""
+    import torch
+
+    real_register_fake = torch.library.register_fake
+
+    def register_fake(op: Any, *args: Any, **kwargs: Any) -> Any:
+        name = op if isinstance(op, str) else ""
+        namespace, _, opname = name.partition("::")
+        stubbed = isinstance(getattr(torch.ops, namespace, None), _StubOpNamespace) if namespace else False
+        if stubbed or (namespace in STUBBED_OP_NAMESPACES and not hasattr(getattr(torch.ops, namespace), opname)):
+            STUBBED.append(f"{namespace}.ops")
+            func = args[0] if args and callable(args[0]) else kwargs.get("func")
+            return func if func is not None else (lambda f: f)
+        return real_register_fake(op, *args, **kwargs)
+
+    torch.library.register_fake = register_fake
+
+
 def install_stubs(extra: tuple[str, ...] = ()) -> None:
     sys.meta_path.insert(0, CompiledStubFinder())
     sys.meta_path.append(StubFinder(extra))
+    tolerate_fake_kernels_for_stubbed_ops()
 
 
 def real_top_level_stubs() -> list[str]:

@@ -26,11 +26,43 @@ def validate_sglang(argv: list[str]) -> None:
     from sglang.srt.server_args import prepare_server_args
 
     server_args = prepare_server_args(argv)
+    if hasattr(server_args, "resolve_once"):  # 0.5.2x: resolution left __post_init__ (entrypoints/engine.py order)
+        server_args.resolve_once()
     if hasattr(server_args, "check_server_args"):
         server_args.check_server_args()
     from sglang.srt.configs.model_config import ModelConfig
 
-    ModelConfig.from_server_args(server_args)
+    model_config = ModelConfig.from_server_args(server_args)
+    build_sglang_qkv_layer(server_args, model_config)
+
+
+def build_sglang_qkv_layer(server_args, model_config) -> None:
+    """SGLang checks that TP divides the attention heads only when it builds the layers (argument validation and
+    ModelConfig accept TP 3 on 32 heads). Build the layer where that check lives, SGLang's own QKVParallelLinear
+    (sglang/srt/layers/linear.py: ``divide(total_num_heads, tp_size)``, and the KV heads divided or replicated),
+    for this model's head counts as SGLang's ModelConfig reads them, on the meta device (no memory), as TP rank 0
+    of the plan's TP group. 0.5.9-0.5.11 take the TP size as an argument; 0.5.2x reads it from the published
+    process context, which the scheduler process publishes (managers/scheduler.py run_scheduler_process) before
+    it builds the model."""
+    import inspect
+
+    import torch
+    from sglang.srt.layers.linear import QKVParallelLinear
+
+    attention_tp = server_args.tp_size // (server_args.dp_size if server_args.enable_dp_attention else 1)
+    layer = dict(hidden_size=model_config.hidden_size, head_size=model_config.head_dim,
+                 total_num_heads=model_config.num_attention_heads,
+                 total_num_kv_heads=model_config.get_total_num_kv_heads(), bias=False)
+    with torch.device("meta"):
+        if "tp_size" in inspect.signature(QKVParallelLinear.__init__).parameters:
+            QKVParallelLinear(**layer, tp_rank=0, tp_size=attention_tp)
+            return
+        from sglang.srt.runtime_context import SpawnRanks, publish, spawn_world_rank
+
+        publish(server_args, role="scheduler",
+                ranks=SpawnRanks(world_rank=spawn_world_rank(server_args, tp_rank=0, pp_rank=0), dp_rank=None,
+                                 gpu_id=0))
+        QKVParallelLinear(**layer)
 
 
 def vllm_parser():
