@@ -107,7 +107,7 @@ def run_one(engine: str, plan: dict) -> dict:
             "id": plan["id"],
             "accepted": False,
             "message": message_of(error, stderr.getvalue()),
-            "where": f"{where.filename.split('site-packages/')[-1]}:{where.lineno}" if where else None,
+            "where": f"{where.filename.split('site-packages/')[-1]}:{where.lineno} in {where.name}" if where else None,
         }
     finally:
         os.environ.clear()
