@@ -81,6 +81,54 @@ def pinned_transformers(wheel: Path) -> str:
     return "transformers"
 
 
+def wheel_built(wheel: Path) -> dt.datetime:
+    """When the wheel was built: the timestamp of its METADATA entry (a date the wheel itself carries)."""
+    with zipfile.ZipFile(wheel) as archive:
+        meta = next(i for i in archive.infolist() if i.filename.endswith(".dist-info/METADATA"))
+    return dt.datetime(*meta.date_time, tzinfo=dt.timezone.utc)
+
+
+#: How long after an engine's build its contemporaries are still taken: a host that installs the release in
+#: its first week gets the transformers that was newest then.
+ERA = dt.timedelta(days=7)
+
+
+def modern_pip(work: Path) -> Path:
+    """A venv with a current pip (the bundled one predates ``--uploaded-prior-to``); it installs into the
+    engine venvs with ``--python``."""
+    tool = work / "pip"
+    if not (tool / "bin" / "python").exists():
+        run([sys.executable, "-m", "venv", str(tool)], check=True)
+        pip(tool, "--upgrade", "pip>=25.1")
+    return tool
+
+
+def contemporary_transformers(work: Path, venv: Path, wheel: Path) -> str:
+    """The transformers the engine's wheel pins, in the newest release uploaded before the engine's build + ERA:
+    what a host installing that release then would have. A bare lower bound (vLLM 0.11.0: ``>=4.55.2``) would
+    otherwise pull a transformers a year newer than the engine, whose config classes it was never run with
+    (transformers 5 moved ``rope_scaling`` to ``rope_parameters``: vLLM 0.11.0 then says "rope_scaling should
+    have a 'rope_type' key")."""
+    spec = pinned_transformers(wheel)
+    before = (wheel_built(wheel) + ERA).strftime("%Y-%m-%dT%H:%M:%SZ")
+    wanted = f"{spec} uploaded before {before}"
+    stamp = venv / "transformers-era.txt"
+    if not stamp.exists() or stamp.read_text() != wanted:
+        tool = modern_pip(work)
+        # a newer transformers already there would satisfy a bare lower bound: take it out first
+        run([str(tool / "bin" / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "uninstall", "-y",
+             "-q", "transformers"])
+        # --isolated: the machine's extra local indexes and find-links carry no upload times, so their (newer)
+        # files would pass the date filter; PyPI's own index says when each file was uploaded
+        done = run([str(tool / "bin" / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                    "-q", "--isolated", "--cert", os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt"),
+                    "--uploaded-prior-to", before, spec])
+        if done.returncode:
+            raise RuntimeError(f"pip install {spec} (before {before}) failed:\n{done.stderr[-2000:]}")
+        stamp.write_text(wanted)
+    return wanted
+
+
 def engine_venv(work: Path, base: Path, engine: str, version: str) -> tuple[Path, Path]:
     venv = work / f"{engine}-{version}"
     wheels = work / "wheels"
@@ -97,7 +145,7 @@ def engine_venv(work: Path, base: Path, engine: str, version: str) -> tuple[Path
         run([sys.executable, "-m", "venv", str(venv)], check=True)
         (site_packages(venv) / "zz_base.pth").write_text(str(site_packages(base)) + "\n")
         pip(venv, "--no-deps", str(wheel))
-        pip(venv, pinned_transformers(wheel))
+    contemporary_transformers(work, venv, wheel)
     return venv, wheel
 
 

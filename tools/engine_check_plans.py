@@ -65,6 +65,7 @@ def model_folder(models_dir: Path, name: str) -> ModelFolder:
     if not (folder / "config.json").exists():
         write_model_folder(models_dir, name)
     index = json.loads((folder / "model.safetensors.index.json").read_text())
+    give_shards_headers(folder, index["weight_map"])
     config = json.loads((CONFIG_DIR / f"{name}.json").read_text())
     if "auto_map" in config:
         # the real checkpoint ships the custom configuration_*.py that auto_map names; the simulated folder has no
@@ -81,6 +82,42 @@ def full_help(engine: str, version: str) -> str:
     groups below it), else the plain ``--help``."""
     whole = CAPTURES / f"{engine}-{version}.help-all.txt"
     return whole.read_text() if whole.exists() else help_text(engine, version)
+
+
+def give_shards_headers(folder: Path, weight_map: dict[str, str]) -> None:
+    """The simulated shards are sparse zeros of the checkpoint's size; a real shard opens with a safetensors header
+    (8-byte length, JSON of its tensors), and vLLM 0.3x reads those headers while it builds its config (which
+    tensors the checkpoint has, e.g. whether lm_head is tied: transformers_utils/config.py checkpoint_has_lm_head).
+    Each shard gets the header of the tensors the index puts in it, their bytes filling the shard, the size kept."""
+    by_shard: dict[str, list[str]] = {}
+    for tensor, shard in weight_map.items():
+        by_shard.setdefault(shard, []).append(tensor)
+    for shard, tensors in by_shard.items():
+        path = folder / shard
+        with open(path, "r+b") as handle:
+            if handle.read(8) != bytes(8):
+                continue  # has its header already
+            handle.seek(0)
+            handle.write(_header(path.stat().st_size, tensors))
+
+
+def _header(size: int, tensors: list[str]) -> bytes:
+    length = 0
+    for _ in range(8):  # the header's length moves the data offsets, which change the length: settle it
+        data = size - 8 - length
+        share = (data // len(tensors)) // 2 * 2
+        entries, offset = {}, 0
+        for i, tensor in enumerate(tensors):
+            nbytes = share if i < len(tensors) - 1 else data - offset
+            dtype, width = ("BF16", 2) if nbytes % 2 == 0 else ("U8", 1)
+            entries[tensor] = {"dtype": dtype, "shape": [nbytes // width], "data_offsets": [offset, offset + nbytes]}
+            offset += nbytes
+        blob = json.dumps(entries).encode()
+        blob += b" " * (-len(blob) % 8)
+        if len(blob) == length:
+            return len(blob).to_bytes(8, "little") + blob
+        length = len(blob)
+    raise ValueError(f"no stable safetensors header for {len(tensors)} tensors in {size} bytes")
 
 
 def facts(engine: str, version: str, kind: str, folder: ModelFolder, plain_help: bool = False) -> HostFacts:

@@ -147,11 +147,43 @@ def fake_pynvml(gpu: SimGpu) -> types.ModuleType:
     return nvml
 
 
+#: Where vLLM defines its stateless GPU count (the "does the world size fit this node" query of ParallelConfig):
+#: it reads torch.cuda._device_count_nvml(), i.e. libnvidia-ml through ctypes, which the fake pynvml above does
+#: not reach, and torch.cuda._is_compiled(), which cannot be answered True for all of torch without torch taking
+#: CUDA-only import paths. The function is answered with the simulated count where it is defined.
+STATELESS_COUNT = ("vllm.utils", "vllm.utils.torch_utils", "vllm.platforms.cuda")
+
+
+class _AnswerAfterImport(importlib.abc.MetaPathFinder):
+    """Once one of ``modules`` has executed, replace its device-count function with the simulated answer."""
+
+    def __init__(self, modules: tuple[str, ...], name: str, answer: Any) -> None:
+        self.modules, self.name, self.answer = modules, name, answer
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.modules:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        real_exec, name, answer = spec.loader.exec_module, self.name, self.answer
+
+        def exec_module(module: types.ModuleType) -> None:
+            real_exec(module)
+            if hasattr(module, name):
+                setattr(module, name, answer)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
 def patch_devices(gpu: SimGpu) -> None:
     import sys
 
     nvml = fake_pynvml(gpu)
     # vLLM vendors its own copy of NVML bindings (vllm.third_party.pynvml); both names answer the same
     sys.meta_path.insert(0, _FixedModules({"pynvml": nvml, "vllm.third_party.pynvml": nvml}))
+    sys.meta_path.insert(0, _AnswerAfterImport(STATELESS_COUNT, "_cuda_device_count_stateless",
+                                               lambda cuda_visible_devices=None: gpu.count))
     patch_torch(gpu)
     patch_triton(gpu)
