@@ -12,20 +12,15 @@ from typing import Any, Literal
 from pydantic import Field
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.events import Diagnosed, Failed, Info, LogExcerpt
 from bot.models import DeployRequest, Deployment, Frozen
-from bot.pipeline import Outcome, Requester
-from bot.remote import RemoteError
+from bot.pipeline import Requester
 from handlers.slack.access import host_refusal
 from handlers.slack.blocks.mrkdwn import escape_keeping_mentions
 from handlers.slack.blocks.replies import thread_help_text
 from handlers.slack.stories import Surface, Told
-from handlers.slack.thread import SlackThread
 
 LOGS_DEFAULT_LINES = 30
 LOGS_MAX_LINES = 200
-#: How much of the log `logs N` and `diagnose` read (the end only, never the whole file).
-TAIL_BYTES = 64 * 1024
 
 ThreadCommandName = Literal["status", "logs", "stop", "restart", "diagnose", "help"]
 
@@ -120,42 +115,7 @@ class ThreadCommands:
             stop = target.model_copy(update={"action": "stop"})
             await self.surface.run(reply, self.pipeline.stop_request(stop, reply, who))
         elif command.name == "logs":
-            await self.surface.run(reply, self._logs(dep, reply, command.lines))
+            await self.surface.run(reply, self.pipeline.deployment_logs(dep, reply, command.lines))
         else:
-            await self.surface.run(reply, self._diagnose(dep, reply))
-
-    async def _log_tail(self, dep: Deployment) -> str | None:
-        if dep.handle is None:
-            return None
-        return self.pipeline.redact(await self.pipeline.backend(dep.host).tail(dep.handle, TAIL_BYTES))
-
-    async def _logs(self, dep: Deployment, thread: SlackThread, lines: int) -> Outcome:
-        try:
-            tail = await self._log_tail(dep)
-        except RemoteError as exc:
-            await thread.emit(Failed(message=f"could not read the log on {dep.host}: {exc}"))
-            return Outcome("failed", dep, str(exc))
-        if tail is None:
-            await thread.emit(Info(message=f"{dep.model} has no log yet"))
-            return Outcome("done", dep)
-        kept = tail.splitlines()[-lines:]
-        await thread.emit(LogExcerpt(lines=kept) if kept else Info(message=f"the log of {dep.model} is empty"))
-        return Outcome("done", dep)
-
-    async def _diagnose(self, dep: Deployment, thread: SlackThread) -> Outcome:
-        """Read the end of the log again and diagnose it (after a crash, or for a server that misbehaves)."""
-        try:
-            tail = await self._log_tail(dep)
-        except RemoteError as exc:
-            await thread.emit(Failed(message=f"could not read the log on {dep.host}: {exc}"))
-            return Outcome("failed", dep, str(exc))
-        if tail is None:
-            await thread.emit(Info(message=f"{dep.model} has no log yet"))
-            return Outcome("done", dep)
-        diagnosis = await self.pipeline.diagnoser.diagnose(tail, exit_code=dep.exit_code, engine=dep.engine,
-                                                           plan=dep.plan, secrets=self.pipeline.secrets.values())
-        await thread.emit(Diagnosed(diagnosis=diagnosis))
-        await self.store.audit("diagnose", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
-                               detail=diagnosis.cause)
-        return Outcome("done", dep, diagnosis.cause)
+            await self.surface.run(reply, self.pipeline.diagnose_deployment(dep, reply))
 

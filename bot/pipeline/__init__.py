@@ -1,0 +1,27 @@
+"""The pipeline: one request from text to a followed server, told to a Thread, and the operations surfaces call.
+
+    run.py        parse -> probe -> plan -> (approve) -> launch -> follow, resume after a restart of the bot
+    approvals.py  risky actions wait for an approver: one-shot, bound to the plan's hash, re-checked on decision
+    ops.py        stop, restart, status, logs, diagnose: THE way surfaces act; structured reports (reports.py)
+    base.py       config, store, backends, locks and probing, shared by the three
+
+The pipeline never talks to Slack or the terminal: it emits domain events (bot/events.py) and answers with values.
+"""
+
+from __future__ import annotations
+
+from bot.pipeline.approvals import ApprovalsMixin
+from bot.pipeline.ops import OpsMixin
+from bot.pipeline.reports import LogTail, StatusReport, StopDone
+from bot.pipeline.run import RunMixin
+from bot.pipeline.types import EXIT_CODES, InteractiveApprover, Outcome, OutcomeState, Requester
+
+
+class Pipeline(RunMixin, ApprovalsMixin, OpsMixin):
+    """Runs requests (RunMixin), decides approvals (ApprovalsMixin) and acts on deployments (OpsMixin)."""
+
+
+__all__ = [
+    "EXIT_CODES", "InteractiveApprover", "LogTail", "Outcome", "OutcomeState", "Pipeline", "Requester",
+    "StatusReport", "StopDone",
+]
