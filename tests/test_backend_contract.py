@@ -49,8 +49,10 @@ class ScratchBackend:
     def __init__(self, host: str, config: HostConfig, remotes: RemotePool) -> None:
         self.host, self.config, self.log_dir = host, config, Path(os.path.expanduser(config.log_dir))
 
-    async def probe(self, *, model: str | None = None) -> HostFacts:
-        return await probe(LocalRemote(self.host), self.host, self.config, model=model)
+    async def probe(self, *, model: str | None = None, draft_model: str | None = None,
+                    drafters: bool = False) -> HostFacts:
+        return await probe(LocalRemote(self.host), self.host, self.config, model=model, draft_model=draft_model,
+                           drafters=drafters)
 
     async def engine_help(self, engines: list[str]) -> dict[str, str]:
         return {}
