@@ -93,7 +93,7 @@ AREAS: tuple[Area, ...] = (
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
          words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b(?:Volta|Turing|Ampere|Hopper"
-                          r"|Blackwell)\b|\bdriver version\b|\bno kernel image\b", _I), kind="arch"),
+                          r"|Blackwell)\b|\bdriver version\b|\bno kernel image\b", _I), kind="capability"),
     Area("quantization_unsupported", "the quantization kernels failed for this model or GPU: {0}",
          frames=re.compile(r"/layers/quantization/", _I), words=re.compile(r"\bquantiz", _I)),
     # The engine's argument checks (sglang/srt/server_args.py, vllm/engine/arg_utils.py, vllm/config/), or an error
@@ -234,7 +234,7 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     quoted = f"{chain[0].qualname}: {chain[0].message}".rstrip(": ")[:160] if chain else \
         (finding.decisive.text[:160] if finding.decisive else "?")
     finding.category, finding.kind = area.category, area.kind
-    finding.cause = area.cause.format(quoted)
+    finding.cause = area.cause.format(quoted.rstrip(". "))
     finding.confidence = 0.6 if best >= 6 else 0.5 if best >= 4 else 0.45
     finding.rule = f"area:{area.category}"
     unsure = ["other"] if second < MIN_SCORE else [AREAS[runner_up].category, "other"]
