@@ -49,6 +49,18 @@ async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeo
         raise ProbeFailed(f"{remote.host}: {name} printed no JSON: {result.stdout[:300]!r}") from None
 
 
+def drafter_args(config: HostConfig, model: str | None, draft_model: str | None, drafters: bool) -> dict | None:
+    """What the probe agent reads as drafter folders: the one named, and app.yaml's drafters of the model (names,
+    or absolute paths outside the models folder); None when no drafter is wanted."""
+    if not (drafters or draft_model):
+        return None
+    listed = config.drafters.get(model or "", [])
+    return {
+        "names": [n for n in [draft_model, *listed] if n and not n.startswith("/")],
+        "paths": [p for p in listed if p.startswith("/")],
+    }
+
+
 async def probe(
     remote: Remote,
     host: str,
@@ -63,12 +75,9 @@ async def probe(
     ``draft_model``, app.yaml's ``drafters:`` of ``model``, and every DFlash / EAGLE-3 folder)."""
     args = {"models_dir": config.models_dir, "extra_models_dirs": list(config.extra_models_dirs), "model": model,
             "engine_help": engine_help or []}
-    if drafters or draft_model:
-        listed = config.drafters.get(model or "", [])
-        args["drafters"] = {
-            "names": [n for n in [draft_model, *listed] if n and not n.startswith("/")],
-            "paths": [p for p in listed if p.startswith("/")],
-        }
+    wanted = drafter_args(config, model, draft_model, drafters)
+    if wanted:
+        args["drafters"] = wanted
     raw = await run_agent(remote, config.python, "probe_agent", args, timeout=300 if engine_help else 60)
     raw.pop("probe_seconds", None)
     try:

@@ -49,7 +49,9 @@ def drafthost(tmp_path, request):
 
 def _config(sshd, host, **entry) -> object:
     base = {**host.host_config(), **sshd.host_overrides(), "transport": "ssh", **entry}
-    return parse_config({"hosts": {"CT129": base}, "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5}})
+    # a port range of these tests' own: other suites' simulated engines start on 30000 up at the same time
+    policy = {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": [31640, 31699]}
+    return parse_config({"hosts": {"CT129": base}, "policy": policy})
 
 
 async def _start(sshd, host, tmp_path, text: str, **entry):

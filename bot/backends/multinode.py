@@ -53,8 +53,12 @@ class MultiNodeBackend:
         self._ended_last: dict[str, int] = {}  # a deployment (its log path) -> the rank whose end was seen
         self._gpus_per_host: int | None = None  # from the last probe, which lists the GPUs node by node
 
-    async def probe(self, *, model: str | None = None) -> HostFacts:
-        every = await asyncio.gather(*(member.probe(model=model) for member in self.members))
+    async def probe(
+        self, *, model: str | None = None, draft_model: str | None = None, drafters: bool = False
+    ) -> HostFacts:
+        every = await asyncio.gather(
+            *(member.probe(model=model, draft_model=draft_model, drafters=drafters) for member in self.members)
+        )
         counts = {len(facts.gpus) for facts in every}
         if len(counts) != 1 or 0 in counts:
             shape = ", ".join(f"{f.host}: {len(f.gpus)}" for f in every)

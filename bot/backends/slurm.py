@@ -31,7 +31,7 @@ from bot.backends.process import drop_partial_first_line
 from bot.config import HostConfig, SlurmBackendSettings
 from bot.handles import Handle, SlurmJob
 from bot.models import GIB, GpuInfo, HostFacts, LaunchPlan
-from bot.probe import ProbeFailed, agent_source, fetch_engine_help, run_agent
+from bot.probe import ProbeFailed, agent_source, drafter_args, fetch_engine_help, run_agent
 from bot.remote import HostUnreachable, Remote
 from bot.tail import TAIL_BYTES
 
@@ -66,9 +66,14 @@ class SlurmBackend:
 
     # ------------------------------------------------------------------------------------------ probe
 
-    async def probe(self, *, model: str | None = None) -> HostFacts:
+    async def probe(
+        self, *, model: str | None = None, draft_model: str | None = None, drafters: bool = False
+    ) -> HostFacts:
         args = {"models_dir": self.config.models_dir, "extra_models_dirs": list(self.config.extra_models_dirs),
                 "model": model, "engine_help": []}
+        wanted = drafter_args(self.config, model, draft_model, drafters)
+        if wanted:
+            args["drafters"] = wanted  # the drafter folders of a speculative plan (issue 16)
         argv = ["sh", "-c", PROBE_SCRIPT, "sh", self.settings.partition, SINFO_FORMAT, SEPARATOR,
                 self.config.python, json.dumps(args)]
         result = await self.remote.run(argv, input=agent_source("probe_agent"), timeout=60)
