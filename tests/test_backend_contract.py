@@ -26,10 +26,13 @@ import pytest
 from bot.backends.base import Backend, Exited, Health, Heartbeat, Launch, LogLine, StopReport, WatchEvent
 from bot.backends.registry import BACKENDS, BackendPool
 from bot.config import HostConfig, parse_config
+from bot.events import Info, Launched, LogExcerpt, RecordingThread, Stopped
 from bot.handles import Handle, ProcessHandle
 from bot.models import Deployment, DeployRequest, HostFacts, LaunchPlan
+from bot.pipeline import Pipeline, Requester
 from bot.probe import probe
 from bot.remote import LocalRemote, RemotePool
+from bot.store import Store
 from bot.tail import read_tail
 from planners.plan import make_plan
 from tests.procs import pid_alive
@@ -220,3 +223,51 @@ async def test_every_backend_passes_the_same_lifecycle(case, tmp_path):
     assert isinstance(ended[-1], Exited)
     if isinstance(handle, ProcessHandle):
         assert not pid_alive(handle.pid)
+
+
+async def test_the_pipeline_runs_on_the_scratch_backend_and_resumes_after_a_restart(simhost, tmp_path, monkeypatch):
+    """The same pipeline, the scratch backend under it (no agent on the host): start to ready, the bot restarts and
+    resumes following at the saved offset, stop confirmed; the story names the deployment by the handle's label."""
+    monkeypatch.setitem(BACKENDS, "scratch", ScratchBackend)
+    config = parse_config({"hosts": {"CT129": simhost.host_config()}, "policy": {"min_margin_gib": 0.5},
+                           "slack": {"excerpt_interval_s": 0.1, "excerpt_max_lines": 50}})
+
+    def pipeline() -> Pipeline:
+        remotes = RemotePool(config.hosts)
+        return Pipeline(config, store, remotes=remotes,
+                        backends=BackendPool(config.hosts, remotes, {"process": BACKENDS["scratch"]}))
+
+    store = Store(tmp_path / "state.db")
+    first, thread = pipeline(), RecordingThread()
+    try:
+        outcome = await first.handle_text(f"start {MODEL} on CT129 port 30519", thread, Requester(user="U1"))
+        assert outcome.state == "ready", outcome.message
+        (launched,) = thread.of(Launched)
+        dep = await store.get_deployment(outcome.deployment.id)
+        assert dep.handle == launched.handle and dep.log_offset > 0
+        assert not list(simhost.log_dir.glob("*.launch.json"))  # the launch agent never ran: this is the scratch one
+    finally:
+        await first.close()
+    again, resumed = pipeline(), RecordingThread()
+    saved = dep.log_offset  # the follower moves the deployment's offset on as it reads
+    try:
+        following = asyncio.ensure_future(again.resume(dep, resumed, until_ready=False))
+        await asyncio.wait_for(_until(lambda: resumed.of(LogExcerpt)), WATCH_TIMEOUT_S)
+        (note,) = [e for e in resumed.of(Info) if "resumed following" in e.message]
+        assert f"({dep.handle.label}) from byte {saved}" in note.message
+        stop = RecordingThread()
+        await again.handle_text(f"stop {MODEL} on CT129", stop, Requester(user="U1"))
+        (stopped,) = stop.of(Stopped)
+        assert f"({dep.handle.label}) stopped cleanly; port {dep.port} closed" in stopped.message
+        assert (await asyncio.wait_for(following, WATCH_TIMEOUT_S)).state == "stopped"
+        log = Path(dep.handle.log_path).read_bytes()
+        seen = [line for e in resumed.of(LogExcerpt) for line in e.lines]
+        assert seen and log[saved:].decode().splitlines()[:len(seen)] == seen  # from the saved offset
+    finally:
+        await again.close()
+        store.close()
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.05)
