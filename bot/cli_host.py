@@ -106,8 +106,8 @@ async def _probe_all(config: AppConfig, store: Store) -> None:
 
 async def cmd_probe(args: argparse.Namespace) -> int:
     """Probe one host, print what it saw and store it (the inventory the parser reads)."""
+    from bot.backends.registry import BackendPool
     from bot.discovery import Discovery
-    from bot.probe import probe
     from bot.remote import RemotePool
 
     config = load_config(args.config)
@@ -118,8 +118,9 @@ async def cmd_probe(args: argparse.Namespace) -> int:
     pool = RemotePool(config.hosts)
     store = Store(args.db)
     try:
-        facts = await probe(pool.get(args.host), args.host, config.hosts[args.host], model=args.model)
-        await Discovery(config, store, pool).record(facts)
+        backends = BackendPool(config.hosts, pool)
+        facts = await backends.get(args.host).probe(model=args.model)
+        await Discovery(config, store, pool, backends).record(facts)
     except RemoteError as exc:
         print(f"deploybot probe: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable, Iterable
 
 from bot.config import AppConfig
+from bot.backends.registry import BackendPool
 from bot.hostview import HostView
 from bot.inventory import Inventory
 from bot.models import DeployRequest, HostFacts, ParseError
 from bot.parse.normalise import normalised
-from bot.probe import probe
 from bot.remote import RemotePool
 from bot.request import parse_request
 from bot.store import Store
@@ -33,10 +33,13 @@ RESOLVE_BY_PROBING = frozenset({"unknown_model", "not_on_host"})
 
 
 class Discovery:
-    def __init__(self, config: AppConfig, store: Store, remotes: RemotePool) -> None:
+    def __init__(self, config: AppConfig, store: Store, remotes: RemotePool,
+                 backends: BackendPool | None = None) -> None:
         self.config = config
         self.store = store
         self.remotes = remotes
+        #: Each host is probed through its backend (a Slurm host's GPUs come from its scheduler, not its login node).
+        self.backends = backends or BackendPool(config.hosts, remotes)
         self._inflight: dict[str, asyncio.Future[HostView]] = {}
         self.last_round_s: float | None = None  # how long the last probe_hosts() took (serve logs it)
 
@@ -59,7 +62,7 @@ class Discovery:
                 del self._inflight[host]
 
     async def _probe_and_record(self, host: str) -> HostView:
-        facts = await probe(self.remotes.get(host), host, self.config.hosts[host])
+        facts = await self.backends.get(host).probe()
         return await self.record(facts)
 
     async def probe_hosts(self, hosts: Iterable[str] | None = None) -> dict[str, HostView | BaseException]:

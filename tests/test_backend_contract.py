@@ -26,6 +26,7 @@ import pytest
 from bot.backends.base import Backend, Exited, Health, Heartbeat, Launch, LogLine, StopReport, WatchEvent
 from bot.backends.registry import BACKENDS, BackendPool
 from bot.config import HostConfig, parse_config
+from bot.discovery import Discovery
 from bot.events import Info, Launched, LogExcerpt, RecordingThread, Stopped
 from bot.handles import Handle, ProcessHandle
 from bot.models import Deployment, DeployRequest, HostFacts, LaunchPlan
@@ -271,3 +272,25 @@ async def test_the_pipeline_runs_on_the_scratch_backend_and_resumes_after_a_rest
 async def _until(predicate) -> None:
     while not predicate():
         await asyncio.sleep(0.05)
+
+
+async def test_discovery_probes_each_host_through_its_backend(simhost, tmp_path):
+    """`serve`'s refresh and `deploybot host list` probe through the host's backend, as the pipeline does (a Slurm
+    host's GPUs come from its scheduler, not from its login node)."""
+    asked: list[str | None] = []
+
+    class Counting(ScratchBackend):
+        async def probe(self, *, model=None, draft_model=None, drafters=False) -> HostFacts:
+            asked.append(model)
+            return await super().probe(model=model)
+
+    config = parse_config({"hosts": {"CT129": simhost.host_config()}})
+    store, remotes = Store(tmp_path / "state.db"), RemotePool(config.hosts)
+    try:
+        views = await Discovery(config, store, remotes, BackendPool(config.hosts, remotes, {"process": Counting}))\
+            .probe_hosts()
+        assert asked == [None] and MODEL in views["CT129"].models
+        assert MODEL in store.host_views_sync()["CT129"].models
+    finally:
+        await remotes.close()
+        store.close()

@@ -43,7 +43,7 @@ class PipelineBase:
         #: Where each host's deployments run (app.yaml `backend:`): probe, launch, watch, stop, tail go through it.
         self.backends = backends or BackendPool(config.hosts, self.remotes)
         self.approver = approver
-        self.discovery = Discovery(config, store, self.remotes)
+        self.discovery = Discovery(config, store, self.remotes, self.backends)
         #: Diagnosis runs off the event loop under a deadline (bot/diagnose/runner.py).
         self.diagnoser = diagnoser or DiagnosisRunner()
         self._host_locks: dict[str, asyncio.Lock] = {}
