@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bot.config import Secrets, parse_config
-from bot.events import Launched, Planned, Ready, RecordingThread
+from bot.events import Info, Launched, Planned, Ready, RecordingThread
 from bot.models import GIB
 from bot.pipeline import Pipeline, Requester
 from bot.simhost import build_sim_host
@@ -85,6 +85,11 @@ async def test_the_seed_request_launches_sglang_dflash_and_reaches_ready(sshd, d
         assert all(g.weights_bytes >= plan.weights_bytes // plan.tp + per_gpu_draft for g in plan.per_gpu)
         assert any("Drafter: DFlash drafter Qwen3.6-27B-DFlash" in r for r in plan.reasons)
         assert thread.of(Ready)
+        # after ready the thread says how well the drafter does, measured by the engine, next to its config's block
+        said = [e.message for e in thread.of(Info) if e.message.startswith("DFlash drafter")]
+        assert len(said) == 1 and "accept length" in said[0] and "at most 16 per step" in said[0], said
+        length = float(said[0].split("accept length ")[1].split(",")[0].split(" ")[0])
+        assert 1.0 < length <= 16.0
         await _stop(pipeline, "Qwen3.6-27B", thread.of(Launched)[0].handle.pid)
     finally:
         await pipeline.close()

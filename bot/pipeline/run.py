@@ -13,7 +13,10 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from bot.backends.base import LaunchFailed
+from bot.engine_figures import read_figures
 from bot.engine_watch import watch_engine
+from bot.logevents import DecodeStats
+from bot.spec_report import speculation_line
 from bot.events import (
     Crashed,
     Diagnosed,
@@ -232,6 +235,7 @@ class RunMixin(PipelineBase):
             endpoint = f"http://{host.address}:{dep.port}"
             await thread.emit(Ready(endpoint=endpoint, seconds=outcome.seconds, kv_tokens=outcome.kv_tokens,
                                     measured=measured))
+            await self._speculation(dep, outcome.last_decode, facts, thread)
             await self.store.audit("ready", host=dep.host, deployment_id=dep.id, result="ready",
                                    detail=f"{endpoint} in {outcome.seconds:.0f} s")
             if not until_ready:
@@ -258,6 +262,20 @@ class RunMixin(PipelineBase):
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
+
+    async def _speculation(self, dep: Deployment, decode: DecodeStats | None, facts: HostFacts | None,
+                           thread: Thread) -> None:
+        """A drafter plan's accept length and rate once ready (bot/spec_report.py); MTP plans keep their story."""
+        if dep.plan.draft_model is None:
+            return
+        figures = None
+        if decode is None or decode.accept_len is None:
+            host = self.host_config(dep.host)
+            figures = (await read_figures(self.remotes.get(dep.host), host.python, [dep.port])).get(dep.port)
+        folder = next((f for f in (facts.drafters if facts else []) if f.name == dep.plan.draft_model), None)
+        line = speculation_line(dep.plan, decode, figures, folder)
+        if line:
+            await thread.emit(Info(message=line, step="ready"))
 
     async def _measured(self, dep: Deployment) -> str | None:
         """Predicted vs measured GPU memory once ready (one probe round trip)."""
