@@ -300,6 +300,14 @@ WORDINGS = {
                         "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
                         "[rank3]: CUDA kernel errors might be asynchronously reported at some other API call, so the "
                         "stacktrace below might be incorrect.\n"),
+    # vLLM's Model Runner V2 gate, a feature "not yet supported" by the newer runner
+    # (intel/intel-xpu-backend-for-triton#7158: vllm/config/vllm.py _validate_v2_model_runner).
+    "mrv2_not_yet": ("bad_argument", """\
+pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig
+  Value error, VLLM_USE_V2_MODEL_RUNNER does not yet support: hybrid/mamba models [type=value_error, \
+input_value=ArgsKwargs((), {'model_co... use_non_causal=False)}), input_type=ArgsKwargs]
+    For further information visit https://errors.pydantic.dev/2.13/v/value_error
+"""),
     # vllm/entrypoints/openai/cli_args.py validate_parsed_serve_args.
     "auto_tool_choice": ("bad_argument", "(APIServer pid=1) TypeError: Error: --enable-auto-tool-choice requires "
                                           "--tool-call-parser\n"),

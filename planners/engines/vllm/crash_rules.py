@@ -102,6 +102,13 @@ RULES: tuple[CrashRule, ...] = (
                  r"[^\n]{0,120}" + _NOT_SUPPORTED + _NEW_RUNNER),
               79, 0.8, "this vLLM's V1 engine does not support {0} quantization here", kind="v1",
               exclude=_FALLING_BACK),
+    # Its Model Runner V2 gate (vllm/config/vllm.py _validate_v2_model_runner): "VLLM_USE_V2_MODEL_RUNNER does not yet
+    # support: hybrid/mamba models" (a pydantic "Value error" line), "Model Runner V2 requires Triton."
+    # (intel/intel-xpu-backend-for-triton#7158, vllm-project/vllm#57684).
+    CrashRule("mrv2_unsupported", "bad_argument",
+              _r(r"VLLM_USE_V2_MODEL_RUNNER does not yet support:? ([^\n\[]{1,120})|Model Runner V2 requires (\w{1,40})"),
+              78, 0.85, "vLLM's Model Runner V2 does not yet support {0}{1}: run without VLLM_USE_V2_MODEL_RUNNER=1",
+              kind="v1_feature"),
     CrashRule("v1_feature", "bad_argument",
               _r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|\b" + _NOT_SUPPORTED + _NEW_RUNNER),
               70, 0.75, "the engine's newer runner (vLLM V1) does not support a requested feature ({0})",
