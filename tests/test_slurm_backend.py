@@ -144,6 +144,11 @@ async def test_a_restarted_bot_reattaches_by_job_name_and_a_retried_launch_submi
     assert not first.already_launched and again.already_launched
     assert again.handle.job_id == first.handle.job_id
     assert submitted(slurm, plan.deployment_key, "dep0001") == [first.handle.job_id]
+    later = await backend.probe(model=MODEL)
+    assert plan.port in later.listening_ports  # deploybot's live jobs' ports: the next plan takes another
+    second = make_plan(DeployRequest(action="start", model=MODEL, host="hpc"), later, config.hosts["hpc"],
+                       config.policy)
+    assert isinstance(second, LaunchPlan) and second.port != plan.port
     other = await asyncio.gather(backend.launch(plan, "dep0002"), return_exceptions=True)
     assert "already job " + first.handle.job_id in str(other[0])  # another deployment under a live name: busy
     await remotes.close()

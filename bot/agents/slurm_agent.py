@@ -238,8 +238,14 @@ def watch(args):
         now = time.time()
         if now >= next_state:
             next_state = now + poll
-            state = job_state(job_id)
-            if state["state"] == "PENDING":
+            try:
+                state = job_state(job_id)
+            except (RuntimeError, OSError, subprocess.SubprocessError):
+                # slurmctld busy or restarting (squeue: "Socket timed out"): ask again at the next poll
+                state = {"state": "UNANSWERED"}
+            if state["state"] == "UNANSWERED":
+                pass
+            elif state["state"] == "PENDING":
                 position = queue_position(job_id, state.get("partition") or "")
                 # "None" until the scheduler's first pass over the job; then Resources, Priority, QOSMaxGRES...
                 said = state["reason"] if state["reason"] not in ("None", "") else "waiting for the scheduler"

@@ -43,7 +43,10 @@ SEPARATOR = "@@deploybot-slurm@@"
 #: sinfo first, then the probe agent on stdin: one round trip. A constant script; every value is a positional
 #: parameter ("$1"...), never part of the script text.
 PROBE_SCRIPT = ('sinfo --noheader --Node --partition="$1" --Format="$2" 2>&1; echo "sinfo-exit=$?"; '
-                'printf "%s\\n" "$3"; exec "$4" - "$5"')
+                'squeue --noheader --states=PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED --format="%j|%k" '
+                '2>/dev/null; printf "%s\\n" "$3"; exec "$4" - "$5"')
+#: The job name deploybot gives (the deployment key, "<model>-<port>") and the comment it tags its jobs with.
+OUR_JOB = re.compile(r"^.+-(\d{2,5})\|deploybot:")
 TAIL_SCRIPT = 'tail -c "$1" "$2"; printf "\\n%s\\n" "$3"; exec "$4" - "$5"'
 GRES_GPU = re.compile(r"(?:^|,)gpu(?::([^:(),]+))?:(\d+)")
 #: sinfo's node states a job can be placed on (a trailing *, ~, #, !, %, $, @, ^, - or + is a flag on the state).
@@ -88,9 +91,13 @@ class SlurmBackend:
             raise ProbeFailed(f"{self.host}: the probe agent printed no JSON (exit {result.exit_status}): "
                               f"{tail}") from None
         raw.pop("probe_seconds", None)
-        # What the login node itself has (its GPUs if any, its processes and ports) says nothing about the nodes.
-        raw.update(gpu_processes=[], listening_ports=[], p2p={}, driver_version=None, cuda_version=None,
-                   **self._gpus_from_sinfo(sinfo))
+        sinfo, _, jobs = ("\n" + sinfo).partition("\nsinfo-exit=")
+        status, _, jobs = jobs.partition("\n")
+        # The ports of deploybot's live jobs (any node may get the next one): the planner picks another. What the
+        # login node itself has (its GPUs if any, its processes and ports) says nothing about the nodes.
+        ports = sorted({int(m.group(1)) for m in map(OUR_JOB.match, jobs.splitlines()) if m})
+        raw.update(gpu_processes=[], listening_ports=ports, p2p={}, driver_version=None, cuda_version=None,
+                   **self._gpus_from_sinfo(f"{sinfo}\nsinfo-exit={status}"))
         try:
             return HostFacts.model_validate({"host": self.host, **raw})
         except ValidationError as exc:
