@@ -47,7 +47,7 @@ NEUTRAL_FLAGS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class CrashRule:
-    """An engine-specific diagnoser rule, as data (the same fields as bot/diagnose_rule.py's Rule, so the
+    """An engine-specific diagnoser rule, as data (the same fields as bot/diagnose/types.py's Rule, so the
     diagnoser can turn it into one without planners importing the diagnoser)."""
 
     name: str
