@@ -8,15 +8,17 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from bot.backends.registry import BackendPool
-from bot.config import Secrets, parse_config
+from bot.config import ConfigError, Secrets, parse_config
 from bot.events import Diagnosed, Info, Launched, LogExcerpt, Probed, RecordingThread
 from bot.handles import SlurmJob
+from bot.models import Deployment, DeployRequest, LaunchPlan
 from bot.pipeline import Pipeline, Requester
 from bot.remote import RemotePool
 from bot.store import Store
 from planners.plan import make_plan
-from bot.models import Deployment, DeployRequest, LaunchPlan
 from tests.slurm import SlurmCluster, slurm, slurm_cluster, slurm_login  # noqa: F401 - fixtures
 from tests.sshd import Sshd
 
@@ -139,7 +141,11 @@ async def test_a_restarted_bot_reattaches_by_job_name_and_a_retried_launch_submi
     facts = await backend.probe(model=MODEL)
     plan = make_plan(DeployRequest(action="start", model=MODEL, host="hpc"), facts, config.hosts["hpc"], config.policy)
     assert isinstance(plan, LaunchPlan), plan
-    first = await backend.launch(plan, "dep0001")
+    # Two bots (or a retry racing the first attempt) launch the same deployment at once: the agent's lock on the
+    # shared log folder lets one submit and the other find its job.
+    both = await asyncio.gather(backend.launch(plan, "dep0001"), backend.launch(plan, "dep0001"))
+    first = next(launch for launch in both if not launch.already_launched)
+    assert sorted(launch.already_launched for launch in both) == [False, True]
     again = await backend.launch(plan, "dep0001")  # a retry: the job name is looked up, nothing new is submitted
     assert not first.already_launched and again.already_launched
     assert again.handle.job_id == first.handle.job_id
@@ -170,3 +176,19 @@ async def test_a_restarted_bot_reattaches_by_job_name_and_a_retried_launch_submi
     finally:
         await pipeline.close()
         store.close()
+
+
+@pytest.mark.parametrize(("key", "value"), [("partition", "gpu;touch /tmp/x"), ("qos", "$(id)"),
+                                            ("time_limit", "1 hour"), ("memory", "64 GB"), ("gres_type", "a100 x")])
+def test_a_setting_a_job_script_could_misread_is_refused_by_name(key, value):
+    raw = {"hosts": {"hpc": {"models_dir": "/shared/models", "transport": "local",
+                             "backend": {"kind": "slurm", "partition": "gpu", "gpu_memory_gib": 80, key: value}}}}
+    with pytest.raises(ConfigError, match=f"hosts.hpc.backend.slurm.{key}"):
+        parse_config(raw)
+
+
+def test_a_slurm_host_must_say_its_gpus_memory():
+    raw = {"hosts": {"hpc": {"models_dir": "/shared/models", "transport": "local",
+                             "backend": {"kind": "slurm", "partition": "gpu"}}}}
+    with pytest.raises(ConfigError, match="gpu_memory_gib"):
+        parse_config(raw)
