@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from bot.backends.base import Backend
 from bot.backends.registry import BackendPool
 from bot.config import AppConfig, HostConfig, Secrets
 from bot.diagnose.runner import DiagnosisRunner
 from bot.discovery import Discovery, parse_resolving
+from bot.early_probe import EarlyProbes
 from bot.events import Probed, Thread
 from bot.models import DRAFTER_KINDS, DeployRequest, HostFacts, ParseError
 from bot.pipeline.types import InteractiveApprover
@@ -47,6 +49,7 @@ class PipelineBase:
         #: Diagnosis runs off the event loop under a deadline (bot/diagnose/runner.py).
         self.diagnoser = diagnoser or DiagnosisRunner()
         self._host_locks: dict[str, asyncio.Lock] = {}
+        self.early_probes = EarlyProbes()
         self.following: set[str] = set()  # ids of the deployments whose log is followed now (a metrics gauge)
 
     def redact(self, text: str) -> str:
@@ -72,13 +75,31 @@ class PipelineBase:
     def backend(self, host: str) -> Backend:
         return self.backends.get(host)
 
-    async def _probe(self, host: str, thread: Thread, model: str | None,
-                     request: DeployRequest | None = None) -> HostFacts:
-        started = time.perf_counter()
+    @staticmethod
+    def _probe_extra(request: DeployRequest | None) -> dict[str, Any]:
         # the drafter folders only when a drafter is asked for (a backend without them serves everything else)
         drafting = request is not None and request.speculative in DRAFTER_KINDS
-        extra = {"drafters": True, "draft_model": request.draft_model} if request and drafting else {}
-        facts = await self.backend(host).probe(model=model, **extra)
+        return {"drafters": True, "draft_model": request.draft_model} if request and drafting else {}
+
+    def probe_early(self, request: DeployRequest) -> None:
+        """Start now the probe that `start` will make for this request (bot/early_probe.py), while the surface
+        posts its first messages; `plan` takes it."""
+        if request.action != "start" or request.host not in self.config.hosts:
+            return
+        host, extra = request.host, self._probe_extra(request)
+        self.early_probes.begin(host, (request.model, tuple(sorted(extra.items()))),
+                                lambda: self.backend(host).probe(model=request.model, **extra))
+
+    async def _probe(self, host: str, thread: Thread, model: str | None,
+                     request: DeployRequest | None = None, *, early: bool = False) -> HostFacts:
+        started = time.perf_counter()
+        extra = self._probe_extra(request)
+        taken = self.early_probes.take(host, (model, tuple(sorted(extra.items())))) if early else None
+        if taken is not None:
+            started, probing = taken
+            facts = await probing
+        else:
+            facts = await self.backend(host).probe(model=model, **extra)
         facts = await self._with_engine_help(host, facts)
         await self.discovery.record(facts)
         # Told without the engines' --help texts (about 110 KB, never shown): every event is redacted string by

@@ -133,7 +133,7 @@ class RunMixin(PipelineBase):
             await thread.emit(Info(message=why, step="plan"))
             await thread.emit(Planned(plan=plan))
             return plan, facts_by_host[host]
-        facts = await self._probe(request.host, thread, request.model, request)
+        facts = await self._probe(request.host, thread, request.model, request, early=True)
         result = make_plan(request, facts, self.host_config(request.host), self.config.policy, overrides)
         if isinstance(result, LaunchPlan):
             await thread.emit(Planned(plan=result))

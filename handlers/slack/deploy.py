@@ -103,6 +103,7 @@ class DeployCommand:
     async def _deploy(self, request: DeployRequest, text: str, user: str, channel: str,
                       response_url: str | None, received: float | None = None) -> None:
         thread = self.surface.thread(channel, requested_at=received)
+        self.pipeline.probe_early(request)  # the host is probed while the parent and status messages are posted
         try:
             await thread.start(parent_text(user, text))
         except SlackApiError as exc:
