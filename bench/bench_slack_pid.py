@@ -58,7 +58,7 @@ EVENTS_PATH = "/slack/events"
 START = f"start {MODEL} on {HOST} with stock MTP"
 STOP = f"stop {MODEL} on {HOST}"
 CHANNEL = "C0BENCH"
-WAIT_S = 60.0
+WAIT_S = 30.0
 PID_TEXT = re.compile(r"PID (\d+)")
 KINDS = ("floor", "bot_new_connection", "bot_pooled")
 
@@ -254,7 +254,11 @@ class SlackUser:
         return post_at, ack_s, at - post_at, int(found.group(1)), thread, since
 
     async def wait_ready(self, thread: str, since: int) -> None:
-        await self.slack.wait_for(lambda: self._first(since, thread, "✅") is not None, WAIT_S)
+        try:
+            await self.slack.wait_for(lambda: self._first(since, thread, "✅") is not None, WAIT_S)
+        except asyncio.TimeoutError:
+            told = [m.text for m in self.slack.replies(CHANNEL, thread)]
+            raise RuntimeError(f"the server did not get ready; the thread says: {told}") from None
 
     async def stop(self) -> None:
         since = len(self.slack.calls())
