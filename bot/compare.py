@@ -47,6 +47,11 @@ class CompareReport(Frozen):
     rows: list[list[str]] = Field(default_factory=list)  # the table, header first
 
 
+def is_compare(text: str) -> bool:
+    """Does this request ask for a comparison ("compare ...", "/deploy compare ...")?"""
+    return bool(re.match(r"^\s*(?:/deploy\s+)?compare\b", text or "", re.IGNORECASE))
+
+
 def compare_requests(text: str, inventory: Inventory) -> list[DeployRequest] | ParseError:
     """The start requests a compare text names, or why it does not read as one."""
     match = _COMPARE.match(text)

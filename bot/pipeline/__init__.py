@@ -3,6 +3,7 @@
     run.py        parse -> probe -> plan -> (approve) -> launch -> follow, resume after a restart of the bot
     approvals.py  risky actions wait for an approver: one-shot, bound to the plan's hash, re-checked on decision
     ops.py        stop, restart, status, logs, diagnose: THE way surfaces act; structured reports (reports.py)
+    speculation.py  bench (a bounded load on a ready deployment) and compare (plans in turn, one table)
     base.py       config, store, backends, locks and probing, shared by the three
 
 The pipeline never talks to Slack or the terminal: it emits domain events (bot/events.py) and answers with values.
@@ -14,11 +15,13 @@ from bot.pipeline.approvals import ApprovalsMixin
 from bot.pipeline.ops import OpsMixin
 from bot.pipeline.reports import LogTail, StatusReport, StopDone
 from bot.pipeline.run import RunMixin
+from bot.pipeline.speculation import SpeculationMixin
 from bot.pipeline.types import EXIT_CODES, InteractiveApprover, Outcome, OutcomeState, Requester
 
 
-class Pipeline(RunMixin, ApprovalsMixin, OpsMixin):
-    """Runs requests (RunMixin), decides approvals (ApprovalsMixin) and acts on deployments (OpsMixin)."""
+class Pipeline(SpeculationMixin, RunMixin, ApprovalsMixin, OpsMixin):
+    """Runs requests (RunMixin), decides approvals (ApprovalsMixin), acts on deployments (OpsMixin), and loads or
+    compares speculative plans (SpeculationMixin: bench, compare)."""
 
 
 __all__ = [

@@ -1,5 +1,5 @@
 """Replies in a deployment's thread, turned into pipeline operations: `status`, `logs [N]`, `stop`, `restart`,
-`diagnose`, `help`. The bot reads only people's messages in threads it started (never its own or other bots'),
+`diagnose`, `bench` (a short bounded load: tok/s, TTFT, ITL, accept length at 1 and 8 concurrent), `help`. The bot reads only people's messages in threads it started (never its own or other bots'),
 and only replies that are one of its words: people talk in threads too.
 """
 
@@ -22,11 +22,11 @@ from handlers.slack.stories import Surface, Told
 LOGS_DEFAULT_LINES = 30
 LOGS_MAX_LINES = 200
 
-ThreadCommandName = Literal["status", "logs", "stop", "restart", "diagnose", "help"]
+ThreadCommandName = Literal["status", "logs", "stop", "restart", "diagnose", "bench", "help"]
 
 _THREAD_COMMAND = re.compile(
     r"^\s*(?:<@[UW][A-Z0-9]+>[\s,:]*)?"  # "@deploybot logs 5" works as well as "logs 5"
-    r"(?P<name>status|logs|stop|restart|diagnose|help)"
+    r"(?P<name>status|logs|stop|restart|diagnose|bench|help)"
     r"(?:\s+(?P<lines>\d{1,6}))?\s*[.!?]*\s*$",
     re.IGNORECASE,
 )
@@ -116,6 +116,8 @@ class ThreadCommands:
             await self.surface.run(reply, self.pipeline.stop_request(stop, reply, who))
         elif command.name == "logs":
             await self.surface.run(reply, self.pipeline.deployment_logs(dep, reply, command.lines))
+        elif command.name == "bench":
+            await self.surface.run(reply, self.pipeline.bench_deployment(dep, reply))
         else:
             await self.surface.run(reply, self.pipeline.diagnose_deployment(dep, reply))
 

@@ -50,6 +50,7 @@ THREAD_COMMANDS: tuple[tuple[str, str], ...] = (
     ("stop", "stop this server (frees its GPUs and port)"),
     ("restart", "stop it and start it again with the same plan"),
     ("diagnose", "read the end of the log again and say what went wrong"),
+    ("bench", "a short, bounded load: output tok/s, TTFT and ITL p50/p99, accept length at 1 and 8 concurrent"),
     ("help", "this list"),
 )
 
