@@ -343,3 +343,16 @@ def test_a_start_that_ends_with_the_workers_exiting_is_a_crash() -> None:
            "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There appear "
            "to be 1 leaked semaphore objects to clean up at shutdown\n")
     assert diagnose(log).category != "none"
+
+
+def test_the_engine_version_is_read_from_vllms_engine_config_line() -> None:
+    """vLLM's "Initializing a V1 LLM engine (v0.16.0) with config" names the installed release: a model type that
+    arrived in a later release (Qwen3.5, vLLM 0.17.0 by the compatibility table) is the engine being too old."""
+    log = ("INFO 03-01 10:00:00 [core.py:70] Initializing a V1 LLM engine (v0.16.0) with config: model='/models/"
+           "Qwen3.5-27B', speculative_config=None\n"
+           "ValueError: The checkpoint you are trying to load has model type `qwen3_5` but Transformers does not "
+           "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+           "version of Transformers is out of date.\n")
+    result = diagnose(log)
+    assert result.category == "unsupported_architecture", result.cause
+    assert "0.17.0" in result.cause and "0.16.0" in result.cause

@@ -16,8 +16,13 @@ from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice.version import added_in, architecture_of_model_type, installed_version
 from planners.compat import at_least, engine_label
 
+#: The version lines engines print at start: vLLM's "vLLM API server version 0.8.5", its engine config line
+#: "Initializing a V1 LLM engine (v0.10.1) with config:" (V0: "Initializing an LLM engine (v0.6.4.post1)"), the
+#: block-letter banner of 0.1x+ ("█ ▀▄▀ █  version 0.18.0"); SGLang's "sglang==0.5.2" as pip and its env report print it.
 _BANNER = re.compile(r"vLLM API server version v?(\d+\.\d+(?:\.\d+)?[\w.+-]{0,20})"
-                     r"|\bsglang[= ]=?v?(\d+\.\d+\.\d+[\w.+-]{0,20})")
+                     r"|\bsglang[= ]=?v?(\d+\.\d+\.\d+[\w.+-]{0,20})"
+                     r"|Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+\.\d+[\w.+-]{0,20})\)"
+                     r"|\u2588 {1,4}version (\d+\.\d+\.\d+[\w.+-]{0,20})")
 
 
 def version_in_log(lines: list[LogLine]) -> str | None:
@@ -25,7 +30,7 @@ def version_in_log(lines: list[LogLine]) -> str | None:
     for line in lines[:400]:
         match = _BANNER.search(line.text)
         if match:
-            return match.group(1) or match.group(2)
+            return next(group for group in match.groups() if group)
     return None
 
 
