@@ -29,6 +29,7 @@ class HostView(BaseModel):
     host: str
     probed_at: datetime = Field(default_factory=utcnow)
     models: list[str] = Field(default_factory=list)
+    drafter_names: list[str] = Field(default_factory=list)  # folders that only draft for another model
     model_locations: list[ModelLocation] = Field(default_factory=list)
     gpus: list[GpuSummary] = Field(default_factory=list)
     gpu_error: str | None = None
@@ -40,6 +41,7 @@ class HostView(BaseModel):
     def from_facts(cls, facts: HostFacts, python: str | None = None) -> "HostView":
         return cls(
             host=facts.host, probed_at=facts.probed_at, models=list(facts.models_available),
+            drafter_names=list(facts.drafter_names),
             model_locations=list(facts.model_locations),
             gpus=[GpuSummary(index=g.index, name=g.name, memory_total_bytes=g.memory_total_bytes) for g in facts.gpus],
             gpu_error=facts.gpu_error, engines={n: e.version for n, e in facts.engines.items()},

@@ -37,6 +37,9 @@ class InventoryHost(BaseModel):
     gpu_count: int | None = Field(default=None, ge=1, le=64)
     #: Free-text GPU description ("2x NVIDIA RTX A6000"), so "on the A6000 box" can name this host.
     gpus: str | None = None
+    #: Folders among `models` that only draft for another model (by their config, or app.yaml's `drafters:`): a
+    #: loose name ("qwen3.6") never means them; their full name still does ("with draft model X").
+    drafters: list[str] = Field(default_factory=list)
 
     @field_validator("models")
     @classmethod
@@ -65,6 +68,7 @@ class Inventory(BaseModel):
         config: AppConfig,
         probed_models: dict[str, list[str]] | None = None,
         probed_gpus: dict[str, str] | None = None,
+        probed_drafters: dict[str, list[str]] | None = None,
     ) -> "Inventory":
         """Hosts of app.yaml. A host's models are its `models:` (optional) together with what its last probe
         listed (`probed_models`): the probe's view is the inventory, app.yaml may add names before any probe ran.
@@ -77,7 +81,10 @@ class Inventory(BaseModel):
             seen = [m for m in probed_models.get(name, []) if re.match(MODEL_NAME_PATTERN, m)]
             models = list(dict.fromkeys([*(host.models or []), *seen]))
             gpus = host.gpus or probed_gpus.get(name)
-            hosts[name] = InventoryHost(name=name, models=models, gpu_count=gpu_count_from_description(gpus), gpus=gpus)
+            listed = [d for target in host.drafters for d in host.drafter_names(target)]
+            drafters = [d for d in dict.fromkeys([*listed, *(probed_drafters or {}).get(name, [])]) if d in models]
+            hosts[name] = InventoryHost(name=name, models=models, gpu_count=gpu_count_from_description(gpus), gpus=gpus,
+                                        drafters=drafters)
         return cls(hosts=hosts)
 
     @classmethod
@@ -98,6 +105,9 @@ class Inventory(BaseModel):
     def model_names(self) -> list[str]:
         """Every model folder name on any host, in first-seen order."""
         return list(dict.fromkeys(m for host in self.hosts.values() for m in host.models))
+
+    def drafter_names(self) -> frozenset[str]:
+        return frozenset(d for host in self.hosts.values() for d in host.drafters)
 
     def hosts_with(self, model: str) -> list[str]:
         return [name for name, host in self.hosts.items() if model in host.models]

@@ -217,6 +217,8 @@ class HostFacts(Frozen):
     #: Drafter folders the probe read fully: the one a request named, and every folder whose config is a drafter's
     #: (DFlash / EAGLE-3) or that app.yaml lists as a drafter of the model asked for.
     drafters: list[ModelFolder] = Field(default_factory=list)
+    #: Folders whose config is a dedicated drafter's (DFlash, EAGLE-3), from every probe: not models to serve.
+    drafter_names: list[str] = Field(default_factory=list)
     models_available: list[str] = Field(default_factory=list)
     model_locations: list[ModelLocation] = Field(default_factory=list)
     engines: dict[str, EngineInstall] = Field(default_factory=dict)

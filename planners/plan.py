@@ -14,7 +14,7 @@ from bot.config import AppConfig, HostConfig, Policy
 from bot.models import DRAFTER_KINDS, DeployRequest, HostFacts, LaunchPlan, PlanFailure, PlanOverrides, Risk
 
 from . import compat, memory
-from .drafters import Drafter, choose_drafter
+from .drafters import KIND_LABEL, Drafter, choose_drafter, drafter_kind, is_dedicated
 from .engines import registry
 from .fit import Asked, Engine, PlanContext, tp_problem, valid_tps
 from .flags import suggest_flag as suggest_flag  # re-exported: part of the planner's public API
@@ -43,6 +43,13 @@ def make_plan(
         )
     if folder.config is None:
         return PlanFailure(reason=f"could not read {folder.path}/config.json: {folder.config_error or 'missing'}")
+    if is_dedicated(folder.config):
+        kind = drafter_kind(folder.config) or "drafter"
+        return PlanFailure(
+            reason=f"{request.model} is a {KIND_LABEL.get(kind, kind)} (by its config.json): it drafts for another "
+            "model and is not served on its own",
+            nearest=f"start its target model 'with {kind} drafter {request.model}'",
+        )
     try:
         spec = model_spec(folder.config)
     except ConfigError as exc:

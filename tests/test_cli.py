@@ -32,8 +32,8 @@ def test_parse_json_prints_exactly_the_public_fields(config, capsys):
     code, out = run(capsys, "--config", str(config), "parse", "--json", "fire up qwen 3.6 27b on ct-129 with MTP, 32k ctx")
     assert code == 0
     assert json.loads(out) == {"action": "start", "model": "Qwen3.6-27B", "host": "CT129", "engine": None,
-                               "speculative": "mtp", "tp": None, "port": None, "quantization": None,
-                               "context_length": 32768, "gpus": None}
+                               "speculative": "mtp", "draft_model": None, "tp": None, "port": None,
+                               "quantization": None, "context_length": 32768, "gpus": None}
 
 
 def test_parse_json_error_exits_2_with_kind_message_and_suggestions(config, capsys):

@@ -287,6 +287,21 @@ def _is_dedicated_drafter(config):
     return isinstance(config.get("dflash_config"), dict) or any("dflash" in a or "eagle3" in a for a in archs)
 
 
+def _config_of(location):
+    try:
+        with open(os.path.join(location["path"], "config.json")) as handle:
+            config = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def dedicated_drafters(found):
+    """Names of the folders that only draft for another model (never served themselves): the parser leaves them out
+    of what a loose model name can mean. One small JSON read per folder."""
+    return sorted(name for name, location in found.items() if _is_dedicated_drafter(_config_of(location) or {}))
+
+
 def drafter_folders(found, models_dir, wanted):
     """Folders read fully as drafter candidates: the one named, those app.yaml lists (names or absolute paths), and
     every folder whose config.json is a dedicated drafter's. One small JSON read per folder."""
@@ -299,12 +314,7 @@ def drafter_folders(found, models_dir, wanted):
         if name in named:
             out.append(model_folder(found, models_dir, name))
             continue
-        try:
-            with open(os.path.join(found[name]["path"], "config.json")) as handle:
-                config = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        if isinstance(config, dict) and _is_dedicated_drafter(config):
+        if _is_dedicated_drafter(_config_of(found[name]) or {}):
             out.append(model_folder(found, models_dir, name))
     return out
 
@@ -401,6 +411,7 @@ def main():
         facts["model"] = model_folder(found, models_dir, args["model"])
     if args.get("drafters"):
         facts["drafters"] = drafter_folders(found, models_dir, args["drafters"])
+    facts["drafter_names"] = dedicated_drafters(found)
     facts["engines"] = engines()
     if args.get("engine_help"):
         facts["engine_help"] = engine_help(args["engine_help"])

@@ -63,10 +63,13 @@ class _ModelIndex:
 
     @classmethod
     def build(cls, inventory: Inventory) -> "_ModelIndex":
-        names = inventory.model_names()
+        every = inventory.model_names()
+        # a drafter folder is named in full ("with draft model X"), never meant by a loose name ("qwen3.6")
+        drafters = inventory.drafter_names()
+        names = [name for name in every if name not in drafters]
         parts = {name: _parts(name) for name in names}
         by_compact: dict[str, list[str]] = {}
-        for name in names:
+        for name in every:
             by_compact.setdefault(_compact_model(name), []).append(name)
         # Words of names, and a letter glued to a number that is no version ("R1", "K2"): said as they are.
         vocabulary = frozenset(p for ps in parts.values() for p in ps if p.isalpha() or _LETTER_NUMBER.fullmatch(p))

@@ -59,7 +59,8 @@ class PipelineBase:
         """app.yaml's hosts with what each one's last probe saw (models; GPUs where app.yaml has no `gpus:`)."""
         views = self.store.host_views_sync()
         gpus = {host: desc for host, view in views.items() if (desc := view.gpu_description())}
-        return Inventory.from_config(self.config, {h: v.models for h, v in views.items()}, gpus)
+        drafters = {h: v.drafter_names for h, v in views.items()}
+        return Inventory.from_config(self.config, {h: v.models for h, v in views.items()}, gpus, drafters)
 
     async def parse(self, text: str) -> DeployRequest | ParseError:
         """Read a request; a name that does not resolve gets one probe of its host and a second reading."""
