@@ -60,7 +60,8 @@ async def launch(remote: Remote, host: HostConfig, plan: LaunchPlan, deployment_
                                        stop=stop_after_attempt(LAUNCH_ATTEMPTS),
                                        wait=wait_exponential(multiplier=0.5, max=4), reraise=True):
         with attempt:
-            answer = await run_agent(remote, host.python, "launch_agent", args, timeout=60)
+            # The launch agent is standard library alone (the engine it starts is its own process, with its site).
+            answer = await run_agent(remote, host.python, "launch_agent", args, timeout=60, site=False)
     if "error" in answer:
         raise LaunchFailed(f"{remote.host}: {answer['message']}")
     return LaunchRecord.model_validate(answer)
@@ -69,4 +70,5 @@ async def launch(remote: Remote, host: HostConfig, plan: LaunchPlan, deployment_
 async def stop(remote: Remote, host: HostConfig, *, key: str, pid: int | None, pgid: int | None,
                grace_s: float) -> StopResult:
     args = {"action": "stop", "key": key, "log_dir": host.log_dir, "pid": pid, "pgid": pgid, "grace_s": grace_s}
-    return StopResult.model_validate(await run_agent(remote, host.python, "launch_agent", args, timeout=grace_s + 30))
+    return StopResult.model_validate(await run_agent(remote, host.python, "launch_agent", args, timeout=grace_s + 30,
+                                                     site=False))

@@ -34,10 +34,16 @@ def agent_source(name: str) -> str:
     return "\n\n".join((AGENTS / f"{part}.py").read_text() for part in parts)
 
 
-async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeout: float = 120) -> dict:
-    """Run one of bot/agents/*.py on the host with its python, the script on stdin, args as one JSON argv value."""
+async def run_agent(remote: Remote, python: str, name: str, args: dict, *, timeout: float = 120,
+                    site: bool = True) -> dict:
+    """Run one of bot/agents/*.py on the host with its python, the script on stdin, args as one JSON argv value.
+
+    `site=False` (`python -S`) for an agent that needs the standard library alone: an engine's environment has many
+    packages and `.pth` files, and reading them at start-up measured 60-140 ms of the agent's run on the simulated
+    host's venv (`python -c pass` 0.08-0.21 s, with -S 0.02-0.07 s)."""
     args = {**args, "engines": registry.probe_spec()}  # the agents know no engine themselves
-    result = await remote.run([python, "-", json.dumps(args)], input=agent_source(name), timeout=timeout)
+    argv = [python, *([] if site else ["-S"]), "-", json.dumps(args)]
+    result = await remote.run(argv, input=agent_source(name), timeout=timeout)
     if result.exit_status == 127:
         raise ProbeFailed(f"{remote.host}: the engine python {python} was not found on the host (check `python:` in app.yaml)")
     if result.exit_status != 0:
