@@ -60,6 +60,8 @@ def make_plan(
     if problem:
         return problem
     checkpoint, weight_notes = memory.weight_bytes(spec, folder)
+    if asked.speculative == "ngram":  # in the request's vocabulary (issue 16), not planned yet: never dropped
+        return PlanFailure(reason="n-gram speculation is not planned yet", nearest="with MTP, or with a drafter")
     drafter: Drafter | None = None
     if asked.speculative in DRAFTER_KINDS:
         chosen_drafter = choose_drafter(

@@ -54,3 +54,12 @@ def test_a_bad_drafters_entry_in_app_yaml_names_the_key(drafthost) -> None:  # n
         with pytest.raises((ConfigError, ValueError)) as caught:
             parse_config({"hosts": {"CT129": entry}})
         assert "drafters" in str(caught.value)
+
+
+async def test_ngram_in_a_request_is_refused_by_the_planner_not_dropped(drafthost) -> None:  # noqa: F811
+    config = parse_config({"hosts": {"CT129": drafthost.host_config()}})
+    host = config.hosts["CT129"]
+    facts = await probe(LocalRemote("CT129"), "CT129", host, model="Qwen3.6-27B")
+    request = DeployRequest(action="start", model="Qwen3.6-27B", host="CT129", speculative="ngram")
+    refused = make_plan(request, facts, host, config.policy)
+    assert isinstance(refused, PlanFailure) and "n-gram" in refused.reason
