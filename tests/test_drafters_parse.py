@@ -3,14 +3,20 @@ loose model name never means them while their full name still does; a drafter as
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.config import ConfigError, parse_config
 from bot.inventory import Inventory, InventoryHost
 from bot.models import DeployRequest, PlanFailure
-from bot.probe import probe
+from bot.probe import fetch_engine_help, probe
 from bot.remote import LocalRemote
 from bot.request import parse_request
+from bot.simhost import build_sim_host
+from bot.simhost.modelfiles import config_path
+from planners.drafters import Drafter, fit_problem
+from planners.model import ModelSpec, model_spec
 from planners.plan import make_plan
 from tests.test_drafters_ssh import DFLASH, EAGLE3, OTHER_VOCAB, drafthost  # noqa: F401 (the fixture)
 
@@ -63,3 +69,36 @@ async def test_ngram_in_a_request_is_refused_by_the_planner_not_dropped(drafthos
     request = DeployRequest(action="start", model="Qwen3.6-27B", host="CT129", speculative="ngram")
     refused = make_plan(request, facts, host, config.policy)
     assert isinstance(refused, PlanFailure) and "n-gram" in refused.reason
+
+
+def _target(**text_overrides: object) -> ModelSpec:
+    config = json.loads(config_path("Qwen3.6-27B").read_text())
+    config["text_config"].update(text_overrides)
+    return model_spec(config)
+
+
+def test_a_drafter_for_another_hidden_size_or_beyond_the_targets_layers_is_refused() -> None:
+    good = Drafter(name="D", path="/m/D", kind="dflash", vocab_size=248320, hidden_size=5120,
+                   target_layer_ids=[1, 16, 31, 46, 61], block_size=16)
+    assert fit_problem("Qwen3.6-27B", _target(), good) is None
+    wide = good.model_copy(update={"hidden_size": 4096})
+    assert "hidden states of size 4,096" in (fit_problem("Qwen3.6-27B", _target(), wide) or "")
+    deep = good.model_copy(update={"target_layer_ids": [1, 20, 40, 70]})
+    assert "reads target layers [1, 20, 40, 70], but Qwen3.6-27B has 64 layers" in (
+        fit_problem("Qwen3.6-27B", _target(), deep) or "")
+    # a standalone draft model does not read hidden states: only its vocabulary must match
+    draft = Drafter(name="S", path="/m/S", kind="draft", vocab_size=248320, hidden_size=1024)
+    assert fit_problem("Qwen3.6-27B", _target(), draft) is None
+
+
+async def test_sglang_without_dflash_in_its_choices_is_refused_naming_the_release(tmp_path) -> None:
+    old = build_sim_host(tmp_path / "old", models=("Qwen3.6-27B", DFLASH), engines={"sglang": "0.5.9"})
+    config = parse_config({"hosts": {"CT129": old.host_config()}})
+    host = config.hosts["CT129"]
+    facts = await probe(LocalRemote("CT129"), "CT129", host, model="Qwen3.6-27B", drafters=True)
+    facts = facts.model_copy(update={"engine_help": await fetch_engine_help(LocalRemote("CT129"), host, ["sglang"])})
+    request = DeployRequest(action="start", model="Qwen3.6-27B", host="CT129", speculative="dflash")
+    refused = make_plan(request, facts, host, config.policy)
+    assert isinstance(refused, PlanFailure)
+    assert "SGLang 0.5.9 has no --speculative-algorithm DFLASH" in refused.reason
+    assert "EAGLE3" in refused.reason and "arrived in SGLang 0.5.11" in refused.reason

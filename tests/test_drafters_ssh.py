@@ -84,6 +84,8 @@ async def test_the_seed_request_launches_sglang_dflash_and_reaches_ready(sshd, d
         per_gpu_draft = plan.draft_weights_bytes // plan.tp
         assert all(g.weights_bytes >= plan.weights_bytes // plan.tp + per_gpu_draft for g in plan.per_gpu)
         assert any("Drafter: DFlash drafter Qwen3.6-27B-DFlash" in r for r in plan.reasons)
+        assert any(r.startswith("All ") and "flags checked against SGLang 0.5.11's own --help" in r
+                   for r in plan.reasons), plan.reasons
         assert thread.of(Ready)
         # after ready the thread says how well the drafter does, measured by the engine, next to its config's block
         said = [e.message for e in thread.of(Info) if e.message.startswith("DFlash drafter")]
