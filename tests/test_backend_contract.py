@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
@@ -118,6 +120,15 @@ class ScratchBackend:
         return read_tail(handle.log_path, max_bytes)
 
 
+def _free_port() -> int:
+    """A port in the policy's range (30000-30999) that nothing listens on now, away from its crowded start."""
+    for port in random.sample(range(30600, 31000), 400):
+        with socket.socket() as probe_socket:
+            if probe_socket.connect_ex(("127.0.0.1", port)) != 0:
+                return port
+    raise RuntimeError("no free port in 30600-30999")
+
+
 def _health(port: int | None) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1.5) as response:
@@ -177,8 +188,9 @@ async def test_every_backend_passes_the_same_lifecycle(case, tmp_path):
     assert isinstance(backend, Backend) and backend.host == "CT129"
     facts = await backend.probe(model=MODEL)
     assert len(facts.gpus) == 2 and facts.model is not None and facts.model.exists
-    plan = make_plan(DeployRequest(action="start", model=MODEL, host="CT129"), facts, config.hosts["CT129"],
-                     config.policy)
+    # A port of its own: other suites on this machine start servers on the first ports of the range.
+    request = DeployRequest(action="start", model=MODEL, host="CT129", port=_free_port())
+    plan = make_plan(request, facts, config.hosts["CT129"], config.policy)
     assert isinstance(plan, LaunchPlan), plan
     launch = await backend.launch(plan, "contract1")
     handle = launch.handle
@@ -241,7 +253,7 @@ async def test_the_pipeline_runs_on_the_scratch_backend_and_resumes_after_a_rest
     store = Store(tmp_path / "state.db")
     first, thread = pipeline(), RecordingThread()
     try:
-        outcome = await first.handle_text(f"start {MODEL} on CT129 port 30519", thread, Requester(user="U1"))
+        outcome = await first.handle_text(f"start {MODEL} on CT129 port {_free_port()}", thread, Requester(user="U1"))
         assert outcome.state == "ready", outcome.message
         (launched,) = thread.of(Launched)
         dep = await store.get_deployment(outcome.deployment.id)
