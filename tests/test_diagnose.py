@@ -76,8 +76,9 @@ HELDOUT = corpus("heldout")
 #: The held-out accuracy reported in issue 12's closing note; the test keeps it from sliding back.
 HELDOUT_FLOOR = 0.9
 #: The other judged sets, a little below what bench/diagnose_eval.py measured (2026-12-02 00:15 UTC: blind 0.795,
-#: fresh 0.829 on its 76 logs, aside 0.917), so they cannot slide back unnoticed; only counts are ever read.
-JUDGED_FLOORS = {"blind": 0.77, "fresh": 0.8, "aside": 0.9}
+#: fresh 0.829 on its 76 logs, still growing: its floor keeps room for the logs still to come; aside 0.917), so they
+#: cannot slide back unnoticed; only counts are ever read.
+JUDGED_FLOORS = {"blind": 0.77, "fresh": 0.75, "aside": 0.9}
 
 
 def test_corpus_categories_at_least_95_percent_and_every_healthy_log_is_none():
