@@ -356,3 +356,16 @@ def test_the_engine_version_is_read_from_vllms_engine_config_line() -> None:
     result = diagnose(log)
     assert result.category == "unsupported_architecture", result.cause
     assert "0.17.0" in result.cause and "0.16.0" in result.cause
+
+
+def test_an_oom_far_below_its_phase_line_takes_the_last_milestone_reached() -> None:
+    """torch's OOM message alone says nothing of the phase, and the phase line is further up than the lines read
+    around an OOM: the start-up milestones of the whole tail still say when it struck."""
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "23.57 GiB of which 1.01 GiB is free.\n")
+    filler = "".join(f"[2025-05-02 09:00:{i % 60:02d}] INFO:     worker {i} heartbeat\n" for i in range(120))
+    loading = "[2025-05-02 09:00:00 TP0] Load weight begin. avail mem=23.40 GB\n"
+    kv = "[2025-05-02 09:00:01 TP0] KV Cache is allocated. #tokens: 60000, K size: 2.75 GB, V size: 2.75 GB\n"
+    assert diagnose(oom).cause.startswith("CUDA out of memory (the phase is not in the log")
+    assert diagnose(loading + filler + oom).category == "gpu_oom_weights"
+    assert diagnose(loading + kv + filler + oom).category == "kv_cache_insufficient"

@@ -242,6 +242,26 @@ def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rul
     return found
 
 
+#: The start-up milestone an OOM followed, when neither its traceback nor the lines around it (PHASE_LOOKBACK)
+#: name a phase: read as the nearest phase line is (bot/diagnose/structure.py MILESTONES -> OOM_BY_PHASE keys).
+_OOM_PHASE_OF_MILESTONE = {"weights_loading": "weights", "weights_loaded": "weights", "kv_allocated": "kv",
+                           "graphs_capturing": "graph", "graphs_captured": "graph", "server_up": "serving"}
+
+
+def _oom_by_milestone(finding: Finding, lines: list[LogLine], structure: TailStructure) -> None:
+    """An OOM whose phase is not in its traceback or the lines around it: the last start-up milestone the tail
+    reached before it, however far above, says when it struck."""
+    if finding.rule != "cuda_oom" or finding.cause != OOM_BY_PHASE["unknown"][2]:
+        return
+    before = [m for m in structure.milestones if m.pos < finding.pos]
+    phase = _OOM_PHASE_OF_MILESTONE.get(before[-1].phase) if before else None
+    if phase is None:
+        return
+    finding.category, finding.kind, finding.cause = OOM_BY_PHASE[phase]
+    finding.confidence = 0.6
+    finding.support.append(lines[before[-1].pos])
+
+
 def _alternatives(finding: Finding, hits: list[_Hit], structure: TailStructure) -> list[str]:
     """Other categories the evidence also supports: competing hits close in strength, or, for an unrecognised
     crash, the areas of the engine its exception came from."""
@@ -285,6 +305,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         return healthy_diagnosis(lines, health)
     # An unrecognised crash: where it was raised and what its lines say (and whether the plan drafts).
     place(finding, lines, structure, speculative=bool(plan and plan.speculative not in (None, "none")))
+    _oom_by_milestone(finding, lines, structure)
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \
             and exit_code != 0:
         finding.confidence = min(finding.confidence, 0.45)
