@@ -116,6 +116,20 @@ def install_trace() -> None:
     DeployCommand._deploy = _traced("story", DeployCommand._deploy)
 
 
+async def _close_connections(pipeline: Any) -> int:
+    """Close every open SSH connection of the pipeline: the pool's and the ones its backends hold (a backend keeps
+    the Remote it was made with). Returns how many were open."""
+    remotes = {id(r): r for r in pipeline.remotes._remotes.values()}
+    for backend in pipeline.backends._backends.values():
+        remote = getattr(backend, "remote", None)
+        if remote is not None:
+            remotes[id(remote)] = remote
+    open_ = [r for r in remotes.values() if getattr(r, "_conn", None) is not None]
+    for remote in open_:
+        await remote.close()
+    return len(open_)
+
+
 async def serve_child(spec: dict) -> None:
     """The real app on 127.0.0.1 (HTTP mode), told what to do on stdin, one command a line, answered on stdout."""
     from bot.config import Secrets
@@ -135,9 +149,8 @@ async def serve_child(spec: dict) -> None:
     print(f"listening {service.port}", flush=True)
     try:
         while line := (await reader.readline()).decode().strip():
-            if line == "drop":  # close the pooled SSH connections (on the loop they belong to)
-                await service.surface.stories.run(service.pipeline.remotes.close())
-                answer: Any = "ok"
+            if line == "drop":  # close the SSH connections (on the loop they belong to); the next use reconnects
+                answer: Any = await service.surface.stories.run(_close_connections(service.pipeline))
             elif line == "idle":  # every story ended (the stopped server's follower included)
                 deadline = time.monotonic() + WAIT_S
                 while service.surface.tasks and time.monotonic() < deadline:
@@ -268,8 +281,8 @@ class SlackUser:
 
 
 async def bot_round(user: SlackUser, app: App, *, new_connection: bool) -> BotRun:
-    if new_connection:
-        await app.ask("drop")
+    if new_connection and (closed := await app.ask("drop")) < 1:
+        raise RuntimeError("no SSH connection was open to close: the bot's would not be a new one")
     await app.ask("trace")  # forget what ran before
     post_at, ack_s, pid_s, pid, thread, since = await user.deploy_to_pid()
     trace = await app.ask("trace")
