@@ -90,7 +90,10 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None, help="releases to check, e.g. sglang-0.5.23")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--report", type=Path, default=None, help="write every verdict as JSON here")
+    ap.add_argument("--reprint", type=Path, default=None, help="print a saved --report again, run nothing")
     args = ap.parse_args()
+    if args.reprint:
+        return reprint(args.reprint)
     models = args.work / "models"
     made, refused = plans(models)
     from_plain = {c.id: c.argv for c in plans(models, plain_help=True)[0]}
@@ -110,6 +113,26 @@ def main() -> int:
     return report(cases, verdicts, refused, len(made), args.report)
 
 
+def control_ok(case: Case, verdicts: dict[str, dict]) -> bool:
+    """A negative control holds when the engine rejected it, with a message showing the reason it breaks."""
+    verdict = verdicts.get(case.id, {"accepted": False, "message": "no verdict"})
+    said = f"{verdict.get('message', '')} [{verdict.get('where')}]"
+    return not verdict["accepted"] and bool(case.expect) and re.search(case.expect, said, re.S) is not None
+
+
+def release_order(label: str) -> tuple:
+    engine, _, version = label.partition("-")
+    return engine, tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+def reprint(saved: Path) -> int:
+    """Print the verdicts of a saved --report again (the summary and exit status as the run that wrote it)."""
+    data = json.loads(saved.read_text())
+    cases = [Case(**c) for c in data["cases"]]
+    made = sum(1 for c in cases if c.control is None)
+    return report(cases, data["verdicts"], data["refused"], made, None)
+
+
 def report(cases: list[Case], verdicts: dict[str, dict], refused: list[str], matrix_plans: int, out: Path | None) -> int:
     failures = 0
     per_release: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -124,13 +147,16 @@ def report(cases: list[Case], verdicts: dict[str, dict], refused: list[str], mat
                 print(f"REJECTED {case.id}: {verdict.get('message')} [{verdict.get('where')}]\n    {' '.join(case.argv)}")
         else:
             said = f"{verdict.get('message', '')} [{verdict.get('where')}]"
-            ok = not verdict["accepted"] and re.search(case.expect or "", said, re.S) is not None
+            ok = control_ok(case, verdicts)
             failures += not ok
             outcome = "accepted" if verdict["accepted"] else ("rejected" if ok else "rejected for another reason")
             print(f"control {'ok  ' if ok else 'FAIL'} {case.id} ({case.control}): {outcome}"
                   + (f": {said[:300]}" if not verdict["accepted"] else ""))
-    for label, (accepted, total) in sorted(per_release.items()):
-        print(f"{label}: {accepted}/{total} plans accepted")
+    for label, (accepted, total) in sorted(per_release.items(), key=lambda item: release_order(item[0])):
+        held = sum(1 for c in cases if c.control and f"{c.engine}-{c.version}" == label and control_ok(c, verdicts))
+        controls_here = sum(1 for c in cases if c.control and f"{c.engine}-{c.version}" == label)
+        print(f"{label}: {accepted}/{total} plans accepted, {total - accepted} rejected; "
+              f"negative controls rejected for their reason: {held}/{controls_here}")
     accepted = sum(a for a, _ in per_release.values())
     total = sum(t for _, t in per_release.values())
     print(f"matrix: {matrix_plans + len(refused)} requests, {matrix_plans} plans made, {len(refused)} refused by "

@@ -153,15 +153,16 @@ def plans(models_dir: Path, plain_help: bool = False) -> tuple[list[Case], list[
 #: SGLang ModelConfig "User-specified context_length (...) is greater than the derived context_length", its
 #: speculative checks in server_args.py / arg_groups/speculative_hook.py, QKVParallelLinear "32 is not divisible
 #: by 3"; vLLM ModelConfig "User-specified max_model_len (...) is greater than the derived max_model_len",
-#: SpeculativeConfig's method / draft-model checks, ModelConfig.verify_with_parallel_config "Total number of
-#: attention heads (32) must be divisible by tensor parallel size (3)".
+#: SpeculativeConfig "num_speculative_tokens was provided but without speculative model",
+#: ModelConfig.verify_with_parallel_config "Total number of attention heads (32) must be divisible by tensor
+#: parallel size (3)".
 EXPECT = {
     ("sglang", "context"): r"context_length \(1000000\) is greater than the derived context_length",
     # an assert in ServerArgs._handle_speculative_decoding (0.5.9-0.5.11) / speculative_hook.py (0.5.2x)
     ("sglang", "partial-spec"): r"server_args\.py:\d+ in _handle_speculative|speculative_hook\.py:\d+ in _handle_",
     ("sglang", "tp3"): r"32 is not divisible by 3",
     ("vllm", "context"): r"max_model_len.{0,40}1000000.{0,40}greater than the derived",
-    ("vllm", "partial-spec"): r"speculative|draft|method",
+    ("vllm", "partial-spec"): r"SpeculativeConfig.*num_speculative_tokens was provided but without speculative model",
     ("vllm", "tp3"): r"attention heads \(32\) must be divisible by tensor parallel size \(3\)",
 }
 
