@@ -152,26 +152,34 @@ def fake_pynvml(gpu: SimGpu) -> types.ModuleType:
 #: not reach, and torch.cuda._is_compiled(), which cannot be answered True for all of torch without torch taking
 #: CUDA-only import paths. The function is answered with the simulated count where it is defined.
 STATELESS_COUNT = ("vllm.utils", "vllm.utils.torch_utils", "vllm.platforms.cuda")
+#: Where vLLM reads the host's RAM (psutil's total; vLLM 0.11-0.17 CacheConfig refuses a CPU swap space over 70%
+#: of it, and its default is 4 GiB per GPU of the TP group): vllm.utils (0.11), vllm.utils.mem_utils (0.17+).
+CPU_MEMORY = ("vllm.utils", "vllm.utils.mem_utils")
+#: The simulated hosts' RAM: an 8-GPU server's (the machine running the check has far less, 24 GiB here, and
+#: would make vLLM refuse TP 8 for its default swap space of 8 x 4 GiB).
+HOST_MEMORY_GIB = 512
 
 
 class _AnswerAfterImport(importlib.abc.MetaPathFinder):
     """Once one of ``modules`` has executed, replace its device-count function with the simulated answer."""
 
-    def __init__(self, modules: tuple[str, ...], name: str, answer: Any) -> None:
-        self.modules, self.name, self.answer = modules, name, answer
+    def __init__(self, answers: dict[str, tuple[tuple[str, ...], Any]]) -> None:
+        self.answers = answers  # function name -> (modules that may define it, the answer)
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname not in self.modules:
+        names = {name: answer for name, (modules, answer) in self.answers.items() if fullname in modules}
+        if not names:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return None
-        real_exec, name, answer = spec.loader.exec_module, self.name, self.answer
+        real_exec = spec.loader.exec_module
 
         def exec_module(module: types.ModuleType) -> None:
             real_exec(module)
-            if hasattr(module, name):
-                setattr(module, name, answer)
+            for name, answer in names.items():
+                if hasattr(module, name):
+                    setattr(module, name, answer)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
@@ -183,7 +191,9 @@ def patch_devices(gpu: SimGpu) -> None:
     nvml = fake_pynvml(gpu)
     # vLLM vendors its own copy of NVML bindings (vllm.third_party.pynvml); both names answer the same
     sys.meta_path.insert(0, _FixedModules({"pynvml": nvml, "vllm.third_party.pynvml": nvml}))
-    sys.meta_path.insert(0, _AnswerAfterImport(STATELESS_COUNT, "_cuda_device_count_stateless",
-                                               lambda cuda_visible_devices=None: gpu.count))
+    sys.meta_path.insert(0, _AnswerAfterImport({
+        "_cuda_device_count_stateless": (STATELESS_COUNT, lambda cuda_visible_devices=None: gpu.count),
+        "get_cpu_memory": (CPU_MEMORY, lambda: HOST_MEMORY_GIB << 30),
+    }))
     patch_torch(gpu)
     patch_triton(gpu)
