@@ -85,6 +85,52 @@ BackendSettings = Annotated[Union[ProcessBackendSettings, SlurmBackendSettings, 
                             Field(discriminator="kind")]
 
 
+class HealingPolicy(Strict):
+    """What the bot may do about a crash without asking (issue 17). The defaults keep every relaunch behind an
+    approval, as before the policy existed."""
+
+    #: Crash categories whose diagnosed fix is applied and relaunched without an approval.
+    auto_fix: list[str] = Field(default_factory=list)
+    #: Automatic relaunches of one request (counted over the chain of fixes) before it stops and asks.
+    max_auto_relaunches: int = Field(default=2, ge=0, le=10)
+    #: Start a server again that dies after it was ready (the same plan after a fresh probe, or the fix the
+    #: diagnosis has when `auto_fix` allows its category).
+    restart_on_crash: bool = False
+    #: Seconds before the first restart of a server that died after ready; doubled for each further restart.
+    restart_backoff_s: float = Field(default=30, ge=0, le=3600)
+    #: Restarts after ready allowed per deployment chain within an hour; past it the bot reports and waits.
+    max_restarts_per_hour: int = Field(default=3, ge=0, le=60)
+
+    @field_validator("auto_fix")
+    @classmethod
+    def _known_categories(cls, value: list[str]) -> list[str]:
+        return known_crash_categories(value)
+
+
+def known_crash_categories(value: list[str]) -> list[str]:
+    from bot.models import CRASH_CATEGORIES
+
+    unknown = [c for c in value if c not in CRASH_CATEGORIES]
+    if unknown:
+        raise ValueError(f"unknown crash categories {unknown}; known: {', '.join(CRASH_CATEGORIES)}")
+    return list(dict.fromkeys(value))
+
+
+class HostPolicy(Strict):
+    """A host's own healing settings (app.yaml `hosts.NAME.policy`): each one given replaces the global one."""
+
+    auto_fix: list[str] | None = None
+    max_auto_relaunches: int | None = Field(default=None, ge=0, le=10)
+    restart_on_crash: bool | None = None
+    restart_backoff_s: float | None = Field(default=None, ge=0, le=3600)
+    max_restarts_per_hour: int | None = Field(default=None, ge=0, le=60)
+
+    @field_validator("auto_fix")
+    @classmethod
+    def _known_categories(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else known_crash_categories(value)
+
+
 class HostConfig(Strict):
     #: `backend: process` (default), or a mapping `backend: {kind: NAME, ...its settings}`.
     backend: BackendSettings = Field(default_factory=ProcessBackendSettings)
@@ -114,6 +160,9 @@ class HostConfig(Strict):
     #: The bind address the server is given (`--host`); the endpoint posted uses `address`.
     bind: str = "0.0.0.0"
     connect_timeout_s: float = Field(default=10.0, gt=0)
+    #: This host's own healing settings (auto_fix, max_auto_relaunches, restart_on_crash, ...); unset keys follow
+    #: the global policy.
+    policy: HostPolicy = Field(default_factory=HostPolicy)
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -180,6 +229,23 @@ class Policy(Strict):
     stop_grace_s: float = Field(default=20, ge=0)
     #: While serve follows a ready server: seconds between reads of its engine's /metrics (0 = never).
     engine_watch_interval_s: float = Field(default=60, ge=0)
+    #: Automatic fixes and restarts after a crash (issue 17): see HealingPolicy; hosts may override them
+    #: (hosts.NAME.policy).
+    auto_fix: list[str] = Field(default_factory=list)
+    max_auto_relaunches: int = Field(default=2, ge=0, le=10)
+    restart_on_crash: bool = False
+    restart_backoff_s: float = Field(default=30, ge=0, le=3600)
+    max_restarts_per_hour: int = Field(default=3, ge=0, le=60)
+
+    @field_validator("auto_fix")
+    @classmethod
+    def _known_categories(cls, value: list[str]) -> list[str]:
+        return known_crash_categories(value)
+
+    def healing_for(self, host: "HostConfig") -> HealingPolicy:
+        """The global healing settings with the host's own ones in their place."""
+        mine = {name: getattr(self, name) for name in HealingPolicy.model_fields}
+        return HealingPolicy.model_validate({**mine, **host.policy.model_dump(exclude_none=True)})
 
 
 class SlackConfig(Strict):

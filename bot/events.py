@@ -68,6 +68,27 @@ class Crashed(Frozen):
     kind: Literal["crashed"] = "crashed"
     exit_code: int | None = None
     tail: list[str] = Field(default_factory=list)
+    #: Seconds it served after ready, when it died in service (None: it never became ready).
+    served_s: float | None = None
+
+    def stopped_text(self) -> str:
+        """'the server stopped (exit code 1)', or for a death in service 'crashed after 3 h 12 min of service
+        (exit 137)'."""
+        if self.served_s is None:
+            code = f"exit code {self.exit_code}" if self.exit_code is not None else "exit code unknown"
+            return f"the server stopped ({code})"
+        code = f"exit {self.exit_code}" if self.exit_code is not None else "exit code unknown"
+        return f"crashed after {service_time(self.served_s)} of service ({code})"
+
+
+def service_time(seconds: float) -> str:
+    """3 h 12 min, 4 min 10 s, 12 s: how long a server served, as people say it."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
 class Diagnosed(Frozen):

@@ -347,6 +347,17 @@ class Fix(Frozen):
     overrides: PlanOverrides
 
 
+#: The crash categories of tests/data/corpus/TAXONOMY.md (copied from shared/corpus/TAXONOMY.md): the ids a
+#: diagnosis names and app.yaml's `policy.auto_fix` may list.
+CRASH_CATEGORIES: tuple[str, ...] = (
+    "gpu_oom_weights", "kv_cache_insufficient", "cuda_graph_oom", "unsupported_architecture", "transformers_too_old",
+    "missing_dependency", "port_in_use", "tp_not_divisible", "nccl_error", "cuda_arch_or_driver",
+    "speculative_config_invalid", "model_files_missing_or_corrupt", "hub_access", "bad_argument",
+    "quantization_unsupported", "host_oom_killed", "jit_compile_failure", "time_limit", "preemption", "cgroup_oom",
+    "other",
+)
+
+
 class Diagnosis(Frozen):
     category: str  # ids of shared/corpus/TAXONOMY.md, "none" for healthy, "other" when unrecognised
     cause: str
@@ -361,6 +372,20 @@ class Diagnosis(Frozen):
 # --------------------------------------------------------------------------------------------- deployment
 
 DeploymentState = Literal["planned", "launching", "starting", "ready", "stopping", "crashed", "stopped", "failed"]
+
+
+class HealingChain(Frozen):
+    """What a request's relaunches have done so far (issue 17), carried from each deployment to the next, so the
+    policy's limits hold across fixes and a bot restart (it is stored with the deployment)."""
+
+    #: The first deployment of the request.
+    root_id: str | None = None
+    #: Hashes of every plan launched in the chain: a fix that gives one of them again is no fix.
+    tried_plans: list[str] = Field(default_factory=list)
+    #: Relaunches made by policy.auto_fix without an approval.
+    auto_relaunches: int = 0
+    #: When each restart after a death in service happened (policy.restart_on_crash, limited per hour).
+    restarts: list[datetime] = Field(default_factory=list)
 
 
 class Deployment(BaseModel):
@@ -388,3 +413,4 @@ class Deployment(BaseModel):
     ready_at: datetime | None = None
     exit_code: int | None = None
     diagnosis: Diagnosis | None = None
+    chain: HealingChain = Field(default_factory=HealingChain)

@@ -82,8 +82,11 @@ class ConsoleThread:
             if event.measured:
                 self._step("", event.measured, "dim")
         elif isinstance(event, Crashed):
-            code = "unknown" if event.exit_code is None else str(event.exit_code)
-            self._step("crash", f"the server exited (code {code})", "bold red")
+            if event.served_s is None:
+                code = "unknown" if event.exit_code is None else str(event.exit_code)
+                self._step("crash", f"the server exited (code {code})", "bold red")
+            else:
+                self._step("crash", event.stopped_text(), "bold red")
         elif isinstance(event, Diagnosed):
             c.print(escape(diagnosis_text(event.diagnosis)), style="red")
         elif isinstance(event, Stopped):

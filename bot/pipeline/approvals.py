@@ -55,13 +55,10 @@ class ApprovalsMixin(PipelineBase):
         overrides = merge_overrides(dep.plan.overrides, dep.diagnosis.fix.overrides)
         request = request_of(dep.plan)
         try:
-            extra = {"drafters": True, "draft_model": dep.plan.draft_model} if dep.plan.draft_model else {}
-            facts = await self.backend(dep.host).probe(model=dep.model, **extra)
-            facts = await self._with_engine_help(dep.host, facts)
+            new_plan, _facts = await self.replan(dep, overrides)
         except RemoteError as exc:
             await thread.emit(Info(message=f"cannot offer the fix now: {exc}"))
             return None
-        new_plan = make_plan(request, facts, self.host_config(dep.host), self.config.policy, overrides)
         if isinstance(new_plan, PlanFailure):
             await thread.emit(Info(message=f"the suggested fix does not plan: {new_plan.reason}"))
             return None

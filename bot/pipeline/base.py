@@ -18,12 +18,13 @@ from bot.diagnose.runner import DiagnosisRunner
 from bot.discovery import Discovery, parse_resolving
 from bot.early_probe import EarlyProbes
 from bot.events import Probed, Thread
-from bot.models import DRAFTER_KINDS, DeployRequest, HostFacts, ParseError
-from bot.pipeline.types import InteractiveApprover
+from bot.models import DRAFTER_KINDS, DeployRequest, Deployment, HostFacts, LaunchPlan, ParseError, PlanFailure, PlanOverrides
+from bot.pipeline.types import InteractiveApprover, request_of
 from bot.redact import redact
 from bot.remote import RemotePool
 from bot.request import Inventory
 from bot.store import Store
+from planners.plan import make_plan
 
 
 class PipelineBase:
@@ -129,6 +130,19 @@ class PipelineBase:
                     await self.store.save_engine_help(host, name, version, text)
                     helps[name] = text
         return facts.model_copy(update={"engine_help": helps}) if helps else facts
+
+    async def replan(self, dep: Deployment, overrides: PlanOverrides) -> tuple[LaunchPlan | PlanFailure, HostFacts]:
+        """The deployment's request planned again on a fresh probe with `overrides` (RemoteError when the host
+        cannot be probed)."""
+        extra = {"drafters": True, "draft_model": dep.plan.draft_model} if dep.plan.draft_model else {}
+        facts = await self.backend(dep.host).probe(model=dep.model, **extra)
+        facts = await self._with_engine_help(dep.host, facts)
+        request = request_of(dep.plan)
+        if overrides.port is None and dep.plan.port in facts.listening_ports:
+            # The dead server's port was taken meanwhile (by something else: it is not running): the fix takes the
+            # next free one rather than failing to plan; the argv diff shows the new --port.
+            request = request.model_copy(update={"port": None})
+        return make_plan(request, facts, self.host_config(dep.host), self.config.policy, overrides), facts
 
     async def close(self) -> None:
         await self.remotes.close()

@@ -32,7 +32,7 @@ from bot.events import (
 )
 from bot.follow import Follower
 from bot.mentions import mention
-from bot.models import GIB, DeployRequest, Deployment, HostFacts, LaunchPlan, ParseError, PlanFailure, PlanOverrides, utcnow
+from bot.models import GIB, DeployRequest, Deployment, HealingChain, HostFacts, LaunchPlan, ParseError, PlanFailure, PlanOverrides, utcnow
 from bot.pipeline.base import PipelineBase
 from bot.pipeline.types import Outcome, Requester, age_of
 from bot.remote import HostUnreachable, RemoteError
@@ -156,7 +156,7 @@ class RunMixin(PipelineBase):
 
     async def launch_and_follow(self, plan: LaunchPlan, thread: Thread, who: Requester = Requester(), *,
                                 until_ready: bool = True, facts: HostFacts | None = None,
-                                deployment_id: str | None = None) -> Outcome:
+                                deployment_id: str | None = None, chain: HealingChain | None = None) -> Outcome:
         async with self.host_lock(plan.host):
             busy = await self._conflicting(plan)
             if busy is not None:
@@ -165,7 +165,7 @@ class RunMixin(PipelineBase):
                 return Outcome("rejected", message=busy)
             dep = Deployment(id=deployment_id or uuid.uuid4().hex[:10], host=plan.host, model=plan.model,
                              engine=plan.engine, port=plan.port, plan=plan, state="launching", requested_by=who.user,
-                             channel=who.channel, thread_ts=who.thread_ts)
+                             channel=who.channel, thread_ts=who.thread_ts, chain=chain or HealingChain())
             # Recorded before the launch: a bot killed mid-launch finds it and checks the host's launch record.
             await self.store.save_deployment(dep)
             try:
@@ -248,7 +248,7 @@ class RunMixin(PipelineBase):
         current = await self.store.get_deployment(dep.id)
         if current is not None and current.state in ("stopping", "stopped"):
             return Outcome("stopped", current, "stopped on request")  # an intended stop is not a crash
-        return await self._crashed(dep, outcome.exit_code, thread, facts)
+        return await self._crashed(dep, outcome.exit_code, thread, facts, until_ready=until_ready)
 
     async def _while_watched(self, dep: Deployment, thread: Thread, following: Awaitable[T]) -> T:
         """Follow a ready server while its engine's /metrics are read now and then (bot/engine_watch.py)."""
@@ -291,7 +291,8 @@ class RunMixin(PipelineBase):
                 f"measured {max(used) / GIB:.1f} GiB used (max over GPUs {','.join(map(str, dep.plan.gpus))})")
 
     async def _crashed(self, dep: Deployment, exit_code: int | None, thread: Thread,
-                       facts: HostFacts | None) -> Outcome:
+                       facts: HostFacts | None, *, until_ready: bool = True) -> Outcome:
+        served_s = (utcnow() - dep.ready_at).total_seconds() if dep.ready_at is not None else None
         dep.state, dep.exit_code = "crashed", exit_code
         dep.log_offset = (await self.store.get_deployment(dep.id) or dep).log_offset
         tail = ""
@@ -305,10 +306,13 @@ class RunMixin(PipelineBase):
                                                   facts=facts, secrets=self.secrets.values())
         dep.diagnosis = diagnosis
         await self.store.save_deployment(dep)
-        await thread.emit(Crashed(exit_code=exit_code, tail=tail.splitlines()[-15:]))
+        await thread.emit(Crashed(exit_code=exit_code, tail=tail.splitlines()[-15:], served_s=served_s))
         await thread.emit(Diagnosed(diagnosis=diagnosis))
         await self.store.audit("crash", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
                                detail=diagnosis.cause)
+        healed = await self.heal(dep, diagnosis, thread, served=served_s is not None, until_ready=until_ready)
+        if healed is not None:
+            return healed
         if diagnosis.fix is not None and "fix_relaunch" in self.config.policy.require_approval_for \
                 and self.approver is None:
             await self.offer_fix(dep, thread)

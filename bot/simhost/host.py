@@ -76,11 +76,20 @@ class SimHost:
         return {k: current[k] for k in ("ready_after_s", "periodic_interval_s") if k in current}
 
     def set_scenario(
-        self, scenario: str, *, ready_after_s: float | None = None, periodic_interval_s: float | None = None
+        self, scenario: str, *, ready_after_s: float | None = None, periodic_interval_s: float | None = None,
+        heals_when_changed: Sequence[str] = (),
     ) -> None:
         """What the next engine started here does: "healthy" | "crash:<crash log id>" | "crash:<category or alias
-        (oom, kv, spec, arch, graph, driver, files)>" | "crash:port". Engines already running are not affected."""
+        (oom, kv, spec, arch, graph, driver, files)>" | "crash:port". Engines already running are not affected.
+
+        `heals_when_changed`: the crash depends on these flags, as a real one does on its command line: it repeats
+        while a launch sets them as the first crashed launch did, and a launch that changes any of them starts."""
         content = resolve_scenario(scenario)  # raises ValueError before anything is written
+        if heals_when_changed:
+            if not all(flag.startswith("--") for flag in heals_when_changed):
+                raise ValueError(f"heals_when_changed takes flags (--name), got {list(heals_when_changed)}")
+            content["heals_when_changed"] = list(heals_when_changed)
+        (self.root / "scenario_first_crash.json").unlink(missing_ok=True)
         timings = self._timings()
         for key, value in (("ready_after_s", ready_after_s), ("periodic_interval_s", periodic_interval_s)):
             if value is not None:

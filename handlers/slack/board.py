@@ -154,8 +154,7 @@ class StatusBoard(BaseModel):
             self._set("ready", "done", ready_text(event))
         elif isinstance(event, Crashed):
             step = self.current() or "ready"
-            code = f"exit code {event.exit_code}" if event.exit_code is not None else "exit code unknown"
-            self._set(step, "failed", f"the server stopped ({code})")
+            self._set(step, "failed", event.stopped_text())
         elif isinstance(event, Diagnosed):
             self.diagnosis = event.diagnosis.cause
             self.live = None

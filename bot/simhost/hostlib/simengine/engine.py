@@ -319,7 +319,23 @@ class SimEngine:
 
     def crash_log(self) -> dict | None:
         crash = self.scenario.get("crash") or {}
-        return crash.get(self.name) or crash.get("any")
+        record = crash.get(self.name) or crash.get("any")
+        if record is not None and self.scenario.get("heals_when_changed"):
+            return record if self._same_as_first_crash(self.scenario["heals_when_changed"]) else None
+        return record
+
+    def _same_as_first_crash(self, flags: list[str]) -> bool:
+        """A crash that depends on the command line, as a real one does: the first launch records how it set
+        `flags`; a later launch crashes again only while it sets them the same way (a fix that changes none of
+        them does not help, as it would not on a real GPU)."""
+        seen = {flag: _flag_value(sys.argv[1:], flag) for flag in flags}
+        path = gpu_state.sim_root() / "scenario_first_crash.json"
+        try:
+            first = json.loads(path.read_text())
+        except FileNotFoundError:
+            path.write_text(json.dumps(seen))
+            return True
+        return first == seen
 
     def replay_crash(self, record: dict, first_lines: Callable[[], None]) -> int:
         """Print a few real startup lines, then the corpus log verbatim, and fail."""
@@ -354,3 +370,14 @@ class SimEngine:
                     self.server.shutdown()  # waits for serve_forever to return (it was started, so it will)
                 self.server.server_close()
             self._cleanup()
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    """The value a command line gives `flag` ("" for a bare switch), or None when it does not give it."""
+    for i, word in enumerate(argv):
+        if word == flag:
+            follows = argv[i + 1] if i + 1 < len(argv) else ""
+            return "" if follows.startswith("--") else follows
+        if word.startswith(flag + "="):
+            return word.split("=", 1)[1]
+    return None
