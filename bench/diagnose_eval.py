@@ -5,7 +5,8 @@
 Prints, for each split (``tests/crashcorpus.py``): logs, category accuracy, false alarms (a healthy log called a
 crash), crashes called healthy, the decisive-line hit rate (the first evidence line holds the file's ``decisive``
 text, where the file gives one), and a per-category table (support, predicted, precision, recall). ``--confusions``
-lists the dev logs whose category is wrong (expected -> got, with the cause). Held-out, blind and fresh logs are only
+lists the dev logs whose category is wrong (expected -> got, with the cause) and, for every split, how many
+logs of each category got each wrong verdict (counts only). Held-out, blind and fresh logs are only
 counted: their names and content are never printed, so those figures stay measurements on logs nobody tuned against.
 """
 
@@ -56,6 +57,13 @@ def calibration(rows: list[tuple]) -> list[str]:
     return out
 
 
+def confusion_counts(rows: list[tuple]) -> list[str]:
+    """How many logs of each expected category got each wrong verdict: counts only, so it is shown for judged splits
+    too (no name, line or single verdict of theirs is printed)."""
+    pairs = Counter((expected, got) for _, expected, got, *_ in rows if expected != got)
+    return [f"  confused {expected} -> {got}: {count}" for (expected, got), count in sorted(pairs.items())]
+
+
 def report(split: Split, confusions: bool) -> float:
     rows = score(split)["rows"]
     if not rows:
@@ -74,6 +82,8 @@ def report(split: Split, confusions: bool) -> float:
         print(f"{split}_decisive_line_hits: {sum(hits) / len(hits):.3f} ({sum(hits)}/{len(hits)})")
     print("\n".join(table(rows)))
     print("\n".join(calibration(rows)))
+    if confusions:
+        print("\n".join(confusion_counts(rows)))
     if confusions and split == "dev":
         for name, expected, got, hit, cause, confidence in rows:
             if expected != got:

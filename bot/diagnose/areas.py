@@ -75,10 +75,12 @@ AREAS: tuple[Area, ...] = (
                           r"|\bP2P\b|\bpeer access\b", _I),
          kind="nccl"),
     Area("missing_dependency", "a package the engine needs is missing or does not import: {0}",
-         classes=re.compile(r"^(?:ModuleNotFoundError|ImportError)$"),
+         # importlib.metadata's PackageNotFoundError ("No package metadata was found for X"): the engine or a library
+         # asks for an installed distribution's version (vllm/utils, transformers' require_version) and it is absent.
+         classes=re.compile(r"^(?:ModuleNotFoundError|ImportError|PackageNotFoundError)$"),
          # ... and a package whose installed version lacks what the engine calls: "module 'triton' has no attribute
          # 'X'", torch's dispatcher "operator torchvision::nms does not exist" (torchvision built for another torch).
-         words=re.compile(r"No module named|cannot import name|\bis not installed\b|\bplease install\b|\bpip install\b"
+         words=re.compile(r"No module named|cannot import name|No package metadata was found for|\bis not installed\b|\bplease install\b|\bpip install\b"
                           r"|undefined symbol|cannot open shared object|requires? the [\w.-]{1,40} (?:package|library)"
                           r"|\bnot found in your environment\b|\bmodule '(?!transformers)[a-z_][\w.]{0,60}' has no "
                           r"attribute\b|\boperator \w{1,40}::\w{1,80} does not exist", _I),

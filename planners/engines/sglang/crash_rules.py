@@ -7,7 +7,11 @@ sglang/srt/server_args.py) at the releases deploybot serves (0.4-0.5.x):
 - "Not enough memory. Please try to increase --mem-fraction-static." (model_runner.init_memory_pool) and
   "max_total_tokens=N is larger than the profiled value -M" (a negative KV budget, logged as a warning);
 - ServerArgs' speculative checks are bare ``assert`` statements (e.g. --speculative-num-draft-tokens without
-  --speculative-num-steps): an AssertionError right after speculative handling.
+  --speculative-num-steps): an AssertionError right after speculative handling;
+- sglang/srt/model_loader/utils.py ``resolve_transformers_arch``: "X has no SGlang implementation and the
+  Transformers implementation is not compatible with SGLang." (raised under --model-impl auto; the warning "X has no
+  SGLang implementation, falling back to Transformers implementation" is not a crash), seen in real reports for
+  Qwen3_5MoeForCausalLM, BloomForCausalLM (public notes found with the search tool, 2026-12).
 Patterns are linear-time: bounded gaps, no nested quantifiers (tests/adversarial.py checks them on 1 MB lines).
 """
 
@@ -29,6 +33,11 @@ RULES: tuple[CrashRule, ...] = (
               "an assert in the engine's speculative-decoding argument checks failed: SGLang needs "
               "--speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens all set, or "
               "none", context=_r(r"speculat")),
+    # The generic Transformers fallback class cannot run an architecture SGLang has no native model for.
+    CrashRule("sglang_transformers_fallback_incompatible", "unsupported_architecture",
+              _r(r"([\w.]{1,120}) has no SGl?ang implementation and the Transformers implementation is not compatible"),
+              76, 0.8, "SGLang has no native implementation of this architecture ({0}) and its generic Transformers "
+              "fallback cannot run it", kind="fallback"),
     CrashRule("kv_not_enough_memory", "kv_cache_insufficient",
               _r(r"Not enough memory\. Please try to increase --mem-fraction-static|Not enough memory to allocate KV "
                  r"cache|leave no GPU memory for the KV cache"),
