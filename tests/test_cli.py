@@ -11,6 +11,7 @@ import yaml
 from bot.cli import main
 from bot.simhost import build_sim_host
 from bot.store import Store
+from tests.ports import port_range
 
 CRASHLOG = Path(__file__).resolve().parents[1] / "bot" / "simhost" / "crashlogs" / "sglang-015.json"
 
@@ -19,7 +20,8 @@ CRASHLOG = Path(__file__).resolve().parents[1] / "bot" / "simhost" / "crashlogs"
 def config(tmp_path) -> Path:
     sim = build_sim_host(tmp_path / "CT129", ready_after_s=0.3)
     path = tmp_path / "app.yaml"
-    path.write_text(yaml.safe_dump({"hosts": {"CT129": {**sim.host_config(), "gpus": "2x NVIDIA RTX A6000"}}}))
+    path.write_text(yaml.safe_dump({"hosts": {"CT129": {**sim.host_config(), "gpus": "2x NVIDIA RTX A6000"}},
+                                    "policy": {"port_range": port_range()}}))  # chat launches: ports of its own
     return path
 
 

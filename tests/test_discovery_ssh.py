@@ -7,7 +7,6 @@ folder (the one refs/main names); `deploybot probe` stores what it saw; an unrea
 
 from __future__ import annotations
 
-import random
 import shlex
 
 import yaml
@@ -20,6 +19,7 @@ from bot.models import DeployRequest, ParseError, PlanOverrides
 from bot.pipeline import Pipeline, Requester
 from bot.remote import RemotePool
 from bot.store import Store
+from tests.ports import port_range
 from tests.procs import pid_alive
 
 SEED = "start Qwen3.6-27B on CT129 with stock MTP"
@@ -35,9 +35,8 @@ def no_models_config(sshd, simhost) -> dict:
 
 
 def free_port_range() -> list[int]:
-    """A port range of this test's own: other test runs on the machine launch on the default 30000-30999."""
-    base = random.randrange(20000, 29900, 100)
-    return [base, base + 99]
+    """A port range of this test's own (tests/ports.py): other test runs on the machine launch at the same time."""
+    return port_range()
 
 
 def _cmdline(pid: int) -> list[str]:

@@ -14,6 +14,7 @@ from bot.models import GIB
 from bot.pipeline import Pipeline, Requester
 from bot.simhost import build_sim_host
 from bot.store import Store
+from tests.ports import port_range
 from tests.procs import pid_alive
 
 DFLASH = "Qwen3.6-27B-DFlash"
@@ -49,8 +50,8 @@ def drafthost(tmp_path, request):
 
 def _config(sshd, host, **entry) -> object:
     base = {**host.host_config(), **sshd.host_overrides(), "transport": "ssh", **entry}
-    # a port range of these tests' own: other suites' simulated engines start on 30000 up at the same time
-    policy = {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": [31640, 31699]}
+    # a port range of this run's own (tests/ports.py): other suites' simulated engines start at the same time
+    policy = {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": port_range()}
     return parse_config({"hosts": {"CT129": base}, "policy": policy})
 
 

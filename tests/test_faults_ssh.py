@@ -34,6 +34,7 @@ from bot.events import (
 from bot.launch import launch
 from bot.pipeline import Pipeline, Requester
 from bot.store import Store
+from tests.ports import port_range
 from tests.procs import pid_alive
 from tests.sshd import _keygen
 
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def config_dict(sshd, simhost) -> dict:
     host = {**simhost.host_config(), **sshd.host_overrides(), "gpus": "2x NVIDIA RTX A6000"}
-    return {"hosts": {"CT129": host}, "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5},
+    return {"hosts": {"CT129": host}, "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": port_range()},
             # Nothing cut from excerpts here, so that every log line can be accounted for.
             "slack": {"excerpt_interval_s": 0.2, "excerpt_max_lines": 200}}
 

@@ -7,7 +7,6 @@ app.yaml and known_hosts stay byte-identical.
 
 from __future__ import annotations
 
-import random
 import subprocess
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from bot.onboard import OnboardError, choose_env, parse_target
 from bot.pipeline import Pipeline, Requester
 from bot.simhost import build_sim_host
 from bot.store import Store
+from tests.ports import port_range
 from tests.sshd import start_sshd
 
 ORIGINAL_APP_YAML = """\
@@ -64,8 +64,8 @@ def add_args(server, tmp_path: Path, *extra: str) -> list[str]:
 
 async def test_right_fingerprint_onboards_and_the_next_request_deploys(home_host, tmp_path, capsys):
     host, server = home_host
-    base = random.randrange(20000, 29900, 100)
-    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML.replace("PORTS", f"{base}, {base + 99}"))
+    low, high = port_range()
+    (tmp_path / "app.yaml").write_text(ORIGINAL_APP_YAML.replace("PORTS", f"{low}, {high}"))
     code = await _main(add_args(server, tmp_path, "--trust", fingerprint_of(server)))
     out = capsys.readouterr().out
     assert code == 0, out

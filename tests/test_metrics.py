@@ -215,7 +215,9 @@ async def test_a_stalled_engine_is_flagged_by_status(bot: Harness) -> None:
 
 async def test_the_follower_shows_live_figures_and_flags_a_stall_once(make_bot: HarnessFactory) -> None:
     bot = await make_bot(policy={"engine_watch_interval_s": 0.2})
-    set_traffic(bot, running=2, queued=0, tok_s=45.0, stall_after_s=2.5)
+    # Healthy for 8 s after ready, then stalled: the first reads (every 0.2 s) come well inside that window even on
+    # a loaded machine (with 2.5 s, a busy 2-core box once read the engine first after the stall began).
+    set_traffic(bot, running=2, queued=0, tok_s=45.0, stall_after_s=8.0)
     _, thread_ts = await bot.deployed()
     board = lambda: blocks_text(bot.replies(thread_ts)[0])  # noqa: E731 - the living status message
     await bot.wait(lambda: "📈 live: 2 running, 0 queued" in board(), "the live figures on the status message")

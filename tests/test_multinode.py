@@ -15,6 +15,7 @@ from bot.handles import MultiNodeHandle
 from bot.pipeline import Pipeline, Requester
 from bot.simhost import build_sim_host
 from bot.store import Store
+from tests.ports import port_range
 from tests.procs import pid_alive
 
 MODEL = "Qwen3.6-27B"
@@ -37,8 +38,8 @@ def group_config(head, worker) -> dict:
     return {"hosts": {"nodeA": head.host_config(), "nodeB": worker.host_config(),
                       "pair": {**head.host_config(), "gpus": "4x NVIDIA RTX A6000",
                                "backend": {"kind": "multinode", "members": ["nodeA", "nodeB"], "dist_port": 20555}}},
-            # ports of their own: other tests' simulated engines on this machine use 30000 and up
-            "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": [31800, 31899]},
+            # ports of this run's own (tests/ports.py): other tests' simulated engines run on this machine too
+            "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": port_range()},
             "slack": {"excerpt_interval_s": 0.1, "excerpt_max_lines": 50}}
 
 

@@ -29,11 +29,13 @@ from bot.mentions import mention
 from bot.pipeline import Pipeline, Requester
 from bot.simhost import build_sim_host
 from bot.store import Store
+from tests.ports import port_range
 
 
 def make_pipeline(tmp_path, hosts: dict, **policy) -> Pipeline:
     config = parse_config({"hosts": hosts,
-                           "policy": {"approvers": ["UAPPROVER", "UOTHER"], "min_margin_gib": 0.5, **policy},
+                           "policy": {"approvers": ["UAPPROVER", "UOTHER"], "min_margin_gib": 0.5,
+                                      "port_range": port_range(), **policy},
                            "slack": {"excerpt_interval_s": 0.1, "excerpt_max_lines": 50}})
     return Pipeline(config, Store(tmp_path / "state.db"), secrets=Secrets())
 

@@ -27,6 +27,7 @@ from bot.events import (
 )
 from bot.pipeline import Pipeline, Requester
 from bot.store import Store
+from tests.ports import port_range
 from tests.procs import pid_alive
 
 GIB = 1024**3
@@ -35,7 +36,7 @@ GIB = 1024**3
 def ssh_config(sshd, simhost, **policy) -> dict:
     host = {**simhost.host_config(), **sshd.host_overrides(), "transport": "ssh", "gpus": "2x NVIDIA RTX A6000"}
     return {"hosts": {"CT129": host},
-            "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, **policy},
+            "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": port_range(), **policy},
             "slack": {"excerpt_interval_s": 0.2, "excerpt_max_lines": 8}}
 
 

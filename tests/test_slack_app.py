@@ -12,7 +12,6 @@ import asyncio
 import gc
 import json
 import os
-import random
 import signal
 import socket
 import time
@@ -37,6 +36,7 @@ from handlers.slack.commands import parse_thread_command
 from handlers.slack.serve import SlackService, serve
 from tests import slack_signing
 from tests.fakeslack import BOT_ID, BOT_USER_ID, FakeSlack, Message
+from tests.ports import port_range
 from tests.procs import pid_alive
 
 SIGNING_SECRET = "3f1c0ffee5ecret0f7e5t5a1e5ab1e00"
@@ -216,13 +216,12 @@ def stop_servers(sim: SimHost, deployments: list[Deployment]) -> None:
 
 
 def make_config(sim: SimHost, *, policy: dict[str, Any] | None = None, host: dict[str, Any] | None = None) -> AppConfig:
-    # Servers listen on real ports of this machine: a range of their own keeps clear of other test runs (the default
-    # 30000-30999) and of the kernel's ephemeral ports (32768 and up), which client sockets take at random.
-    base = random.randrange(20000, 29900, 100)
+    # Servers listen on real ports of this machine: a range of this run's own (tests/ports.py) keeps clear of other
+    # test runs and of the kernel's ephemeral ports (32768 and up), which client sockets take at random.
     return parse_config({
         "hosts": {HOST: {**sim.host_config(), **(host or {})}},
         "policy": {"approvers": [APPROVER], "min_margin_gib": 0.5, "stop_grace_s": 5,
-                   "port_range": [base, base + 99], **(policy or {})},
+                   "port_range": port_range(), **(policy or {})},
         "slack": {"excerpt_interval_s": 0.3, "excerpt_max_lines": 6},
     }, "test config")
 

@@ -19,6 +19,7 @@ from bot.pipeline import Pipeline, Requester
 from bot.remote import RemotePool
 from bot.store import Store
 from planners.plan import make_plan
+from tests.ports import port_range
 from tests.slurm import SlurmCluster, slurm, slurm_cluster, slurm_login  # noqa: F401 - fixtures
 from tests.sshd import Sshd
 
@@ -31,9 +32,10 @@ def slurm_config(cluster: SlurmCluster, login: Sshd, **backend: object) -> dict:
     host = {**cluster.storage.host_config(), **login.host_overrides(), "gpus": "2x NVIDIA RTX A6000",
             "backend": {"kind": "slurm", "partition": cluster.partition, "gres_type": cluster.gres_type,
                         "gpu_name": "NVIDIA RTX A6000", "gpu_memory_gib": 47.99, "poll_interval_s": 0.3, **backend}}
-    # Ports of their own: the cluster's node is this machine, where other tests' simulated engines use 30000 and up.
+    # Ports of this run's own (tests/ports.py): the cluster's node is this machine, where other tests' simulated
+    # engines run too.
     return {"hosts": {"hpc": host},
-            "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": [31700, 31799]},
+            "policy": {"approvers": ["UAPPROVER"], "min_margin_gib": 0.5, "port_range": port_range()},
             "slack": {"excerpt_interval_s": 0.2, "excerpt_max_lines": 8}}
 
 
