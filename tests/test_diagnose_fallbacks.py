@@ -64,3 +64,50 @@ def test_a_distribution_without_metadata_is_a_missing_dependency(log):
     result = diagnose(log, exit_code=1)
     assert result.category == "missing_dependency"
     assert "bitsandbytes" in result.cause
+
+
+# vLLM's worker dies while its drafter loads: the load began (vllm/v1/worker/gpu_model_runner.py load_model logs
+# "Loading drafter model..." after the target's "Loading weights took"), "Model loading took" never came, and the
+# only error line is the executor's generic one (vllm/v1/executor/multiproc_executor.py "WorkerProc failed to start.").
+DRAFTER_LOAD_DIED = """\
+(Worker_TP0 pid=529) INFO 03-11 09:14:02 [default_loader.py:267] Loading weights took 41.20 seconds
+(Worker_TP0 pid=529) INFO 03-11 09:14:02 [gpu_model_runner.py:2641] Loading drafter model...
+(Worker_TP1 pid=530) INFO 03-11 09:14:02 [gpu_model_runner.py:2641] Loading drafter model...
+(Worker_TP0 pid=529) ERROR 03-11 09:14:04 [multiproc_executor.py:597] WorkerProc failed to start.
+(EngineCore_DP0 pid=311) ERROR 03-11 09:14:05 [core.py:708] EngineCore failed to start.
+"""
+
+# The same generic end after the whole model (drafter included) loaded and the KV cache was sized: not the drafter.
+AFTER_MODEL_LOADED = DRAFTER_LOAD_DIED.replace(
+    "(Worker_TP0 pid=529) ERROR",
+    "(Worker_TP0 pid=529) INFO 03-11 09:14:03 [gpu_model_runner.py:2700] Model loading took 15.10 GiB and 43.1 s\n"
+    "(Worker_TP0 pid=529) INFO 03-11 09:14:03 [kv_cache_utils.py:1000] GPU KV cache size: 120,000 tokens\n"
+    "(Worker_TP0 pid=529) ERROR", 1)
+
+
+def test_a_worker_that_dies_while_its_drafter_loads_is_the_speculative_setup():
+    result = diagnose(DRAFTER_LOAD_DIED, exit_code=1)
+    assert result.category == "speculative_config_invalid"
+    assert result.confidence < 0.7  # placed by where it died, not by a message that says why
+
+
+def test_the_drafter_phase_is_over_once_the_model_loading_line_came():
+    assert diagnose(AFTER_MODEL_LOADED, exit_code=1).category != "speculative_config_invalid"
+
+
+# SGLang's EAGLE worker captures the drafter's CUDA graphs after the target's (sglang/srt/speculative/eagle_worker.py
+# "Capture draft cuda graph begin. This can take up to several minutes. avail mem=..."), then runs out of memory with
+# torch's bare CUDA error (no allocation size, no phase in the message).
+DRAFT_GRAPH_OOM = """\
+[2026-02-10 08:01:10 TP0] Capture cuda graph end. Time elapsed: 21.40 s. mem usage=1.10 GB. avail mem=2.05 GB.
+[2026-02-10 08:01:11 TP0] Capture draft cuda graph begin. This can take up to several minutes. avail mem=2.05 GB
+[2026-02-10 08:01:13 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 2900, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 301.00 MiB is free.
+"""
+
+
+def test_an_oom_while_sglang_captures_the_drafters_graphs_is_cuda_graph_oom():
+    result = diagnose(DRAFT_GRAPH_OOM, exit_code=1)
+    assert result.category == "cuda_graph_oom"

@@ -227,6 +227,11 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     scores = [(0, False) if area.phase and area.phase != reached else
               (score + _PHASE_PRIOR, placed) if area.phase else (score, placed)
               for area, (score, placed) in zip(AREAS, scores)]
+    if reached == "drafter_loading":
+        # The process died while the drafter loaded (its load began, the model's "Model loading took" never came):
+        # the drafter's load is where it failed, as a frame in spec_decode/ would say.
+        scores = [(score + _PHASE_PRIOR, True) if area.category == "speculative_config_invalid" else (score, placed)
+                  for area, (score, placed) in zip(AREAS, scores)]
     ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
     (best, index), (second, runner_up) = ranked[0], ranked[1]
     if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):

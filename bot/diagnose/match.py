@@ -244,7 +244,8 @@ def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rul
 
 #: The start-up milestone an OOM followed, when neither its traceback nor the lines around it (PHASE_LOOKBACK)
 #: name a phase: read as the nearest phase line is (bot/diagnose/structure.py MILESTONES -> OOM_BY_PHASE keys).
-_OOM_PHASE_OF_MILESTONE = {"weights_loading": "weights", "weights_loaded": "weights", "kv_allocated": "kv",
+_OOM_PHASE_OF_MILESTONE = {"weights_loading": "weights", "drafter_loading": "weights",
+                           "weights_loaded": "weights", "kv_allocated": "kv",
                            "graphs_capturing": "graph", "graphs_captured": "graph", "server_up": "serving"}
 
 

@@ -49,15 +49,21 @@ MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
                                r"version"), 0),
     ("weights_loading", re.compile(r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|Starting to "
                                    r"load model|Multi-thread loading shards|Loading weights with"), 0),
+    # vLLM's drafter (EAGLE / MTP / draft model) loads after the target's weights ("Loading weights took") and before
+    # "Model loading took": vllm/v1/worker/gpu_model_runner.py load_model's logger.info("Loading drafter model...").
+    # Ordered before weights_loaded so a tail that went on to "Model loading took N GiB" still reports that phase.
+    ("drafter_loading", re.compile(r"Loading drafter model\.\.\."), 0),
     ("weights_loaded", re.compile(r"Load weight end\..{0,200}?mem usage=([\d.]+) ?GB|Model loading took ([\d.]+) ?GiB"
                                   r"|Loading model weights took ([\d.]+) ?GB|Loading weights took"), -1),
     ("kv_allocated", re.compile(r"KV Cache is allocated|GPU KV cache size|# ?GPU blocks:|max_total_num_tokens="
                                 r"|Available KV cache memory"), 0),
-    ("graphs_capturing", re.compile(r"Capture (?:piecewise )?cuda graph begin|Capturing (?:CUDA|cuda) ?graphs?"
-                                    r"|Capturing cudagraphs|Capturing batches|Capturing the model for CUDA graphs",
+    # SGLang's EAGLE worker captures its drafter's graphs too (sglang/srt/speculative/eagle_worker.py: "Capture draft
+    # cuda graph begin. This can take up to several minutes. avail mem=...", "Capture draft extend cuda graph begin").
+    ("graphs_capturing", re.compile(r"Capture (?:piecewise |draft (?:extend )?)?cuda graph begin"
+                                    r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing batches|Capturing the model for CUDA graphs",
                                     re.IGNORECASE), 0),
-    ("graphs_captured", re.compile(r"Capture (?:piecewise )?cuda graph end|Graph capturing finished", re.IGNORECASE),
-     0),
+    ("graphs_captured", re.compile(r"Capture (?:piecewise |draft (?:extend )?)?cuda graph end"
+                                   r"|Graph capturing finished", re.IGNORECASE), 0),
     ("server_up", re.compile(r"fired up and ready to roll|Application startup complete|Uvicorn running on"), 0),
 )
 #: Words every milestone line holds (checked with ``in`` before any regex runs): most lines reach no milestone.
@@ -66,7 +72,8 @@ _MILESTONE_WORDS = ("ServerArgs", "args", "version", "eight", "load", "Load", "s
 #: Words an exit report always holds (checked with ``in`` before the regex runs).
 _EXIT_WORDS = ("exit", "signal", "status", "Exit", "Signal", "Status", "EXIT")
 PHASE_WORDS = {
-    "args_parsed": "arguments parsed", "weights_loading": "loading the weights", "weights_loaded": "weights loaded",
+    "args_parsed": "arguments parsed", "weights_loading": "loading the weights",
+    "drafter_loading": "loading the drafter model", "weights_loaded": "weights loaded",
     "kv_allocated": "KV cache allocated", "graphs_capturing": "capturing CUDA graphs",
     "graphs_captured": "CUDA graphs captured", "server_up": "server up",
 }
