@@ -111,3 +111,19 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 
 def test_an_oom_while_sglang_captures_the_drafters_graphs_is_cuda_graph_oom():
     result = diagnose(DRAFT_GRAPH_OOM, exit_code=1)
     assert result.category == "cuda_graph_oom"
+
+
+# PyTorch's dispatcher refuses an op the installed build registered only for other backends: a vLLM wheel built for
+# the CPU (vllm-project/vllm#12441, "'_C::rms_norm' is only available for these backends: [CPU, Meta, ...]"), written
+# here for another of its custom ops and a worker-prefixed line.
+OP_NOT_BUILT_FOR_CUDA = """\
+(VllmWorker rank=0 pid=4410) ERROR 02-11 14:01:37 [multiproc_executor.py:435] NotImplementedError: Error in calling custom op silu_and_mul: Could not run '_C::silu_and_mul' with arguments from the 'CUDA' backend. This could be because the operator doesn't exist for this backend, or was omitted during the selective/custom build process (if using custom build). '_C::silu_and_mul' is only available for these backends: [CPU, Meta, BackendSelect, Python].
+(VllmWorker rank=0 pid=4410) ERROR 02-11 14:01:37 [multiproc_executor.py:435] CPU: registered at /workspace/csrc/torch_bindings.cpp:18 [kernel]
+"""
+
+
+def test_an_op_the_installed_build_lacks_for_cuda_is_a_mismatched_package_build():
+    result = diagnose(OP_NOT_BUILT_FOR_CUDA, exit_code=1)
+    assert result.category == "missing_dependency"
+    assert "_C::silu_and_mul" in result.cause and "CUDA" in result.cause
+    assert "cuda_arch_or_driver" in result.alternatives

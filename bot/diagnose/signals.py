@@ -126,6 +126,15 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("runtime_library_too_old", "missing_dependency",
          r(r"version [`'](GLIBC(?:XX)?_[\d.]{1,12})' not found|\bDLL load failed\b"), 74, 0.8,
          "a compiled package needs a newer system library ({0}) than the host has", kind="binary"),
+    # PyTorch's dispatcher: the op is registered, but not for this device ("Could not run '_C::rms_norm' with
+    # arguments from the 'CUDA' backend ... is only available for these backends: [CPU, ...]"): the installed build of
+    # the compiled package (vLLM's _C, torchvision) was made for another backend or GPU, e.g. a CPU-only wheel
+    # (vllm-project/vllm#12441, #13075) or kernels not built for this GPU (vllm-project/vllm#17095, machete on a
+    # non-Hopper card).
+    Rule("op_not_built_for_backend", "missing_dependency",
+         r(r"Could not run '([\w.]{1,60}::\w{1,120})' with arguments from the '(\w{1,30})' backend"), 73, 0.8,
+         "the installed build of a compiled package has no {1} kernel for {0}: it was built for another backend or "
+         "GPU (a CPU-only or mismatched wheel)", kind="binary", unsure=("cuda_arch_or_driver",)),
     # torch.distributed's other backends and its rendezvous (gloo, c10d TCPStore) failing between ranks or nodes.
     Rule("distributed_transport", "nccl_error",
          r(r"\[?Gloo\]?[^\n]{0,120}(?:error|fail|refused|timed? ?out|reset)"
