@@ -11,9 +11,11 @@ import pytest
 
 from bot.diagnose import diagnose
 from bot.events import ApprovalRequested, Diagnosed, Planned, RecordingThread
+from bot.models import PlanOverrides
 from bot.pipeline import Requester
 from bot.simhost import build_sim_host
 from bot.simhost.captures import help_text
+from planners.argv import remove
 from tests.test_diagnose import _facts, _plan
 from tests.test_pipeline_local import make_pipeline
 
@@ -61,8 +63,14 @@ async def test_the_seed_crash_relaunch_keeps_mtp_on_the_simulated_host(tmp_path)
     sim.set_scenario("crash:sglang-010")
     thread = RecordingThread()
     try:
-        crashed = await pipeline.handle_text("start Qwen3.6-27B on CT129 with stock MTP", thread,
-                                             Requester(user="UREQ"))
+        # The seed's real first launch: MTP on the hybrid model without the extra_buffer strategy (the planner now
+        # adds it itself, so the crashed launch is the planned one with it taken out, as the seed ran it).
+        request = await pipeline.parse("start Qwen3.6-27B on CT129 with stock MTP")
+        planned, _facts = await pipeline.plan(request, thread, PlanOverrides())
+        seed_argv, _ = remove(planned.argv, ["--mamba-scheduler-strategy"])
+        seed_env = {k: v for k, v in planned.env.items() if k != "SGLANG_ENABLE_SPEC_V2"}
+        seed = planned.model_copy(update={"argv": seed_argv, "env": seed_env})
+        crashed = await pipeline.launch_and_follow(seed, thread, Requester(user="UREQ"))
         assert crashed.state == "crashed"
         assert thread.of(Diagnosed)[0].diagnosis.category == "speculative_config_invalid"
         (asked,) = thread.of(ApprovalRequested)
@@ -77,3 +85,14 @@ async def test_the_seed_crash_relaunch_keeps_mtp_on_the_simulated_host(tmp_path)
     finally:
         await pipeline.close()
         sim.terminate_processes()
+
+
+def test_a_launch_that_already_kept_mtp_that_way_is_not_told_to_do_it_again() -> None:
+    """The refusal on a plan that already has the strategy and SGLANG_ENABLE_SPEC_V2: the same fix again would
+    relaunch the same command line, so the last resort (MTP off) is the fix, and it says so."""
+    plan, facts = _with("0.5.11", "0.5.11")
+    plan = plan.model_copy(update={"argv": [*plan.argv, "--mamba-scheduler-strategy", "extra_buffer"],
+                                   "env": {**plan.env, "SGLANG_ENABLE_SPEC_V2": "1"}})
+    result = diagnose(LOG, plan=plan, facts=facts)
+    assert result.category == "speculative_config_invalid"
+    assert result.fix is not None and result.fix.overrides.speculative == "none"

@@ -12,6 +12,8 @@ Otherwise it returns None, and the caller puts the fix behind an approval as bef
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from datetime import timedelta
 
 from bot.config import HealingPolicy
@@ -53,20 +55,21 @@ class HealingMixin(PipelineBase):
         if planned is None:
             return None
         plan, facts = planned
-        if plan.plan_hash() in chain.tried_plans:
+        if launch_key(plan) in chain.tried_plans:
             message = ("policy auto_fix: the fix gives a plan already tried in this request, so it is no fix; "
                        "not relaunching. Read the diagnosis above and change the request.")
             await thread.emit(Info(message=message))
             await self.store.audit("auto_relaunch", host=dep.host, deployment_id=dep.id, result="refused",
                                    detail="plan already tried")
             return Outcome("crashed", dep, message)
-        change = "; ".join(_changes(dep.plan.argv, plan.argv)) or "no change to the command line"
+        change = "; ".join(_changes(dep.plan.argv, plan.argv) + _env_changes(dep.plan.env, plan.env)) \
+            or "no change to the command line"
         await thread.emit(Info(message=f"relaunched automatically by policy auto_fix: {diagnosis.category}; {change}",
                                step="launch"))
         await self.store.audit("auto_relaunch", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
                                detail=change)
         next_chain = chain.model_copy(update={"auto_relaunches": chain.auto_relaunches + 1,
-                                              "tried_plans": [*chain.tried_plans, plan.plan_hash()]})
+                                              "tried_plans": [*chain.tried_plans, launch_key(plan)]})
         return await self.launch_and_follow(plan, thread, _requester(dep), until_ready=until_ready, facts=facts,
                                             chain=next_chain)
 
@@ -92,7 +95,7 @@ class HealingMixin(PipelineBase):
         await self.store.audit("auto_restart", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
                                detail=f"restart {len(recent) + 1} in the last hour; {how}")
         next_chain = chain.model_copy(update={"restarts": [*recent, now],
-                                              "tried_plans": [*chain.tried_plans, plan.plan_hash()]})
+                                              "tried_plans": [*chain.tried_plans, launch_key(plan)]})
         return await self.launch_and_follow(plan, thread, _requester(dep), until_ready=until_ready, facts=facts,
                                             chain=next_chain)
 
@@ -122,9 +125,16 @@ def _chain_of(dep: Deployment) -> HealingChain:
     chain = dep.chain
     if chain.root_id is None:
         chain = chain.model_copy(update={"root_id": dep.id})
-    if dep.plan.plan_hash() not in chain.tried_plans:
-        chain = chain.model_copy(update={"tried_plans": [*chain.tried_plans, dep.plan.plan_hash()]})
+    if launch_key(dep.plan) not in chain.tried_plans:
+        chain = chain.model_copy(update={"tried_plans": [*chain.tried_plans, launch_key(dep.plan)]})
     return chain
+
+
+def launch_key(plan: LaunchPlan) -> str:
+    """What a launch really runs (host, command line, environment): two plans with the same key are the same try,
+    whatever else differs in how they were reached."""
+    text = json.dumps([plan.host, plan.argv, sorted(plan.env.items())])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _requester(dep: Deployment) -> Requester:
@@ -148,3 +158,9 @@ def _changes(old: list[str], new: list[str]) -> list[str]:
         out.append(line)
         i += 1
     return out
+
+
+def _env_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """Environment variables the fix sets, changes or drops ('+ env SGLANG_ENABLE_SPEC_V2=1')."""
+    lines = [f"+ env {name}={value}" for name, value in new.items() if old.get(name) != value]
+    return lines + [f"- env {name}" for name in old if name not in new]

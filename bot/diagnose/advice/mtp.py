@@ -37,6 +37,8 @@ def keep_mtp_for_radix_cache(
     else:  # nothing known of the build: the spelling the engine's own message used
         args, why = [match.group(1).replace("_", "-"), "extra_buffer"], "as the engine's message spells it"
     env = {"SGLANG_ENABLE_SPEC_V2": "1"}
+    if plan is not None and _has_run(plan.argv, args) and plan.env.get("SGLANG_ENABLE_SPEC_V2") == "1":
+        return None  # this launch already did what the message asks: keeping MTP this way did not work
     change = " ".join(args) + " and SGLANG_ENABLE_SPEC_V2=1"
     steps = [
         f"the engine says how to keep speculative decoding on this hybrid model: relaunch with {change} ({why}); "
@@ -48,3 +50,8 @@ def keep_mtp_for_radix_cache(
         summary=f"keep MTP: {change}",
         overrides=PlanOverrides(speculative="mtp", extra_args=args, env=env),
     )
+
+
+def _has_run(argv: list[str], args: list[str]) -> bool:
+    """Whether `args` (a flag and its values) appear together in `argv`."""
+    return any(argv[i:i + len(args)] == args for i in range(len(argv)))

@@ -317,6 +317,14 @@ class SimEngine:
             with contextlib.suppress(FileNotFoundError):
                 gpu_state.unregister_engine(self.pid)
 
+    def port_conflict(self) -> bool:
+        """The `crash:port` scenario: this launch finds its port taken (with `heals_when_changed`, only while it
+        asks for the ports the first one did)."""
+        if not self.scenario.get("port_conflict"):
+            return False
+        flags = self.scenario.get("heals_when_changed")
+        return self._same_as_first_crash(flags) if flags else True
+
     def crash_log(self) -> dict | None:
         crash = self.scenario.get("crash") or {}
         record = crash.get(self.name) or crash.get("any")

@@ -53,7 +53,7 @@ class SGLangEngine(SimEngine):
         crash = self.crash_log()
         if crash is not None:
             raise EngineCrash(self.replay_crash(crash, lambda: self.log("Init torch distributed begin.", rank=0)))
-        holder = self.hold_port_elsewhere() if self.scenario.get("port_conflict") else None
+        holder = self.hold_port_elsewhere() if self.port_conflict() else None
 
         try:
             facts = read_model(args.model_path)

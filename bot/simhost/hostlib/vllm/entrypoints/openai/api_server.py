@@ -104,7 +104,7 @@ class VLLMEngine(SimEngine):
                     crash, lambda: self.log(f"Resolved architecture: {self.architecture_hint()}", tag="model")
                 )
             )
-        holder = self.hold_port_elsewhere() if self.scenario.get("port_conflict") else None
+        holder = self.hold_port_elsewhere() if self.port_conflict() else None
 
         try:
             facts = read_model(args.model)
