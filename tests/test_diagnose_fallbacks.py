@@ -127,3 +127,26 @@ def test_an_op_the_installed_build_lacks_for_cuda_is_a_mismatched_package_build(
     assert result.category == "missing_dependency"
     assert "_C::silu_and_mul" in result.cause and "CUDA" in result.cause
     assert "cuda_arch_or_driver" in result.alternatives
+
+
+def test_any_value_argparse_refuses_is_a_bad_argument_with_the_flag_named():
+    # vLLM's JSON flag parser (vllm/engine/arg_utils.py parse_type) after a shell split the JSON, as argparse prints
+    # it ("prog: error: argument --x: message"); seen with --speculative-config in public launch scripts.
+    log = ("usage: api_server.py [-h] [--host HOST] [--port PORT]\n"
+           "api_server.py: error: argument --hf-overrides: Value rope_scaling:yarn cannot be converted to "
+           "<function loads at 0x7f2c1a2b3d80>.\n")
+    result = diagnose(log, exit_code=2)
+    assert result.category == "bad_argument"
+    assert "--hf-overrides" in result.next_steps[0] and "cannot be converted" in result.next_steps[0]
+
+
+def test_more_gpus_asked_than_vllm_sees_is_a_bad_argument_with_the_gpu_count_advice():
+    # vllm/executor/ray_utils.py (vllm-project/vllm#3416: --tensor-parallel-size above the pod's GPU limit).
+    log = """\
+  File "/usr/local/lib/python3.10/site-packages/vllm/executor/ray_utils.py", line 107, in initialize_cluster
+    raise ValueError(
+ValueError: The number of required GPUs exceeds the total number of available GPUs in the cluster.
+"""
+    result = diagnose(log, exit_code=1, engine="vllm")
+    assert result.category == "bad_argument"
+    assert "--tensor-parallel-size" in result.next_steps[0]

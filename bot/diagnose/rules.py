@@ -43,8 +43,12 @@ RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ arguments (fail before anything runs)
     Rule("argparse_unrecognized", "bad_argument", _r(r"error: unrecognized arguments?: (.+)"), 90, 0.95,
          "the engine does not know the argument(s) {0}"),
+    # argparse's own format for any refused value ("prog: error: argument --x: <message>", Lib/argparse.py
+    # ArgumentError), whatever the message: its invalid choice / int value, or the engine's type function's text,
+    # as vLLM's JSON flags word it ("error: argument --speculative-config: Value method:dspark cannot be converted to
+    # <function loads>", vllm/engine/arg_utils.py parse_type; a shell that split the JSON).
     Rule("argparse_invalid", "bad_argument",
-         _r(r"error: argument (--?[\w-]+)(?:/--?[\w-]+)*: (invalid choice: .+|expected .+|invalid \w+ value: .+)"),
+         _r(r"error: argument (--?[\w-]+)(?:/--?[\w-]+)*: (\S.{0,300})"),
          90, 0.95, "invalid value for {0}: {1}"),
     Rule("argparse_required", "bad_argument", _r(r"error: the following arguments are required: (.+)"), 90, 0.95,
          "missing required argument(s): {0}"),

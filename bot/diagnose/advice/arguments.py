@@ -42,6 +42,16 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
         if remove:
             fix = Fix(summary="fix the unknown flag(s): " + ", ".join(remove),
                       overrides=PlanOverrides(remove_args=remove, extra_args=extra))
+    elif f.kind == "gpu_count":
+        visible = s.host_gpu_count
+        tp = argv_value_of(s.argv, ["--tensor-parallel-size", "-tp"])
+        steps.append("the parallel sizes ask for more GPUs than the engine sees"
+                     + (f" (--tensor-parallel-size {tp})" if tp else "")
+                     + (f": the host has {visible} GPU(s); lower --tensor-parallel-size x --pipeline-parallel-size "
+                        f"to at most {visible}" if visible else
+                        ": lower --tensor-parallel-size x --pipeline-parallel-size to the GPUs visible")
+                     + ", or give the container/pod that many (CUDA_VISIBLE_DEVICES, nvidia.com/gpu, the Ray cluster)")
+        return steps, None
     elif f.match is not None and f.rule == "argparse_invalid":
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
     else:

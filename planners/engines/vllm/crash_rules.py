@@ -22,6 +22,8 @@ Each pattern is one of vLLM's own messages, from its source at the releases depl
 - vllm/model_executor/models/registry.py: "Model architectures ['Qwen2ForCausalLM'] failed to be inspected. Please
   check the logs for more details." and "Error in inspecting model architecture 'X'"
   (https://github.com/vllm-project/vllm/issues/17341);
+- vllm/executor/ray_utils.py: "The number of required GPUs exceeds the total number of available GPUs in the
+  cluster" (k8s limits below --tensor-parallel-size: vllm-project/vllm#3416);
 - vllm/model_executor/models/transformers.py: "The Transformers implementation of X is not compatible with vLLM",
   "X has no vLLM implementation and the Transformers implementation is not compatible with vLLM"
   (https://github.com/vllm-project/vllm/issues/15046).
@@ -113,6 +115,13 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|\b" + _NOT_SUPPORTED + _NEW_RUNNER),
               70, 0.75, "the engine's newer runner (vLLM V1) does not support a requested feature ({0})",
               kind="v1_feature", exclude=_FALLING_BACK),
+    # ------------------------------------------------------------------ its GPU count
+    # vllm/executor/ray_utils.py initialize_ray_cluster: the parallel sizes ask for more GPUs than Ray sees; raised
+    # as "... in the cluster." (older releases), logged as a warning "... in the placement group." before it waits.
+    CrashRule("gpus_exceed_available", "bad_argument",
+              _r(r"The number of required GPUs exceeds the total number of available GPUs in the (?:cluster|placement "
+                 r"group)"), 74, 0.8,
+              "the tensor/pipeline-parallel sizes ask for more GPUs than the engine can see", kind="gpu_count"),
     # ------------------------------------------------------------------ its model registry and fallback class
     CrashRule("architecture_inspection_failed", "unsupported_architecture",
               _r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
