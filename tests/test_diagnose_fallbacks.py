@@ -150,3 +150,27 @@ ValueError: The number of required GPUs exceeds the total number of available GP
     result = diagnose(log, exit_code=1, engine="vllm")
     assert result.category == "bad_argument"
     assert "--tensor-parallel-size" in result.next_steps[0]
+
+
+# transformers' config class lacks a field the engine's model code reads (QwenLM/Qwen3#724: vLLM on Qwen2-57B-A14B,
+# "'Qwen2MoeConfig' object has no attribute 'mlp_only_layers'", fixed by a newer transformers), written here for
+# another field and raised, as there, through transformers/configuration_utils.py __getattribute__.
+CONFIG_FIELD_MISSING = """\
+[rank0]:   File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/qwen3_next.py", line 210, in __init__
+[rank0]:     self.layer_types = config.layer_types
+[rank0]:   File "/usr/local/lib/python3.12/dist-packages/transformers/configuration_utils.py", line 207, in __getattribute__
+[rank0]:     return super().__getattribute__(key)
+[rank0]: AttributeError: 'Qwen3NextConfig' object has no attribute 'layer_types'
+"""
+
+
+def test_a_config_class_without_a_field_the_model_code_reads_is_transformers_too_old():
+    result = diagnose(CONFIG_FIELD_MISSING, exit_code=1)
+    assert result.category == "transformers_too_old"
+    assert result.confidence < 0.7 and "unsupported_architecture" in result.alternatives
+    assert "Qwen3NextConfig" in result.next_steps[0] and "'layer_types'" in result.next_steps[0]
+
+
+def test_the_same_error_inside_the_fallback_class_stays_unsupported_architecture():
+    log = CONFIG_FIELD_MISSING.replace("vllm/model_executor/models/qwen3_next.py", "vllm/model_executor/models/transformers.py")
+    assert diagnose(log, exit_code=1).category == "unsupported_architecture"

@@ -34,8 +34,8 @@ class StructureRule:
 
 def _s(name: str, category: str, exception: str, priority: int, confidence: float, cause: str, *,
        kind: str | None = None, frames: str | None = None, depth: int = 8, message: str | None = None,
-       exclude: str | None = None, tail: str | None = None) -> StructureRule:
-    return StructureRule(Rule(name, category, r(exception), priority, confidence, cause, kind=kind),
+       exclude: str | None = None, tail: str | None = None, unsure: tuple[str, ...] = ()) -> StructureRule:
+    return StructureRule(Rule(name, category, r(exception), priority, confidence, cause, kind=kind, unsure=unsure),
                          r(frames) if frames else None, depth, r(message) if message else None,
                          r(exclude) if exclude else None, r(tail) if tail else None)
 
@@ -88,6 +88,14 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        "the installed transformers does not know this model's config class ({0})",
        frames=r"transformers/models/auto/(?:configuration|modeling|tokenization)_auto", depth=3,
        exclude=r"Unrecognized model in|does not appear to have"),
+    # A config class of transformers without a field the engine's model code reads ("'Qwen2MoeConfig' object has no
+    # attribute 'mlp_only_layers'", QwenLM/Qwen3#724, fixed by a newer transformers; raised through transformers/
+    # configuration_utils.py __getattribute__): the installed transformers does not match the model. Below the
+    # fallback-class and speculative rules, which place the same AttributeError when their frames are on the stack.
+    _s("config_field_missing", "transformers_too_old", r"^AttributeError$", 50, 0.55,
+       "the installed transformers' config class lacks a field this model's code reads ({0})",
+       kind="config_field", message=r"^'[A-Z]\w{0,80}Config' object has no attribute '\w{1,80}'",
+       unsure=("unsupported_architecture", "model_files_missing_or_corrupt")),
     _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7,
        "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
        "version ({0})", frames=r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|nextn|medusa", depth=4,

@@ -97,7 +97,17 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
     return steps, None
 
 
+_CONFIG_FIELD = re.compile(r"'(\w{1,80}Config)' object has no attribute '(\w{1,80})'")
+
+
 def advise_transformers(f: Finding, s: PlanView) -> Advice:
+    field = _CONFIG_FIELD.search(f.decisive.text if f.decisive else "") if f.kind == "config_field" else None
+    if field is not None:
+        return ([f"transformers' {field.group(1)} has no '{field.group(2)}', which the engine's code for this model "
+                 f"reads: install the transformers release this engine version pins (its requirements), usually a "
+                 f"newer one (pip install -U transformers)",
+                 "if the engine's pinned transformers still lacks it, the engine predates the model: upgrade the "
+                 "engine, or check the checkpoint's config.json is the one the model card names"], None)
     model_type = f.match.group(1) if f.match is not None and f.match.groups() else "this model type"
     return ([f"upgrade transformers in the engine's environment to a release that knows '{model_type}' "
              f"(pip install -U transformers)",
