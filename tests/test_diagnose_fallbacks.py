@@ -174,3 +174,21 @@ def test_a_config_class_without_a_field_the_model_code_reads_is_transformers_too
 def test_the_same_error_inside_the_fallback_class_stays_unsupported_architecture():
     log = CONFIG_FIELD_MISSING.replace("vllm/model_executor/models/qwen3_next.py", "vllm/model_executor/models/transformers.py")
     assert diagnose(log, exit_code=1).category == "unsupported_architecture"
+
+
+def test_a_drafter_with_a_shorter_context_than_the_deployment_is_the_speculative_setup():
+    # vllm-project/vllm#22935 (vllm/engine/arg_utils.py): its example, an EAGLE head of 2048 positions.
+    log = ("(APIServer pid=1) ValueError: The draft model config's max_model_len (2048) is less than the deployment's "
+           "max_model_len (131072).--max-model-len should be decreased to match.\n")
+    result = diagnose(log, exit_code=1, engine="vllm")
+    assert result.category == "speculative_config_invalid"
+    assert "2048" in result.cause and "131072" in result.cause
+
+
+def test_an_unknown_error_naming_a_speculative_flag_is_placed_with_the_drafter_not_the_arguments():
+    # A --speculative-* flag names the drafter's setup; the wording is new to every rule (written after SGLang's DFlash
+    # launch helper's "--speculative-draft-model-path is required when DFlash is enabled").
+    log = ("[2026-04-02 11:20:01] ValueError: DFlash draft layers missing from the checkpoint; pass a DFlash drafter "
+           "with --speculative-draft-model-path\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "speculative_config_invalid"

@@ -99,10 +99,11 @@ AREAS: tuple[Area, ...] = (
     Area("quantization_unsupported", "the quantization kernels failed for this model or GPU: {0}",
          frames=re.compile(r"/layers/quantization/", _I), words=re.compile(r"\bquantiz", _I)),
     # The engine's argument checks (sglang/srt/server_args.py, vllm/engine/arg_utils.py, vllm/config/), or an error
-    # that names one of its flags.
+    # that names one of its flags; a --speculative-* flag (vLLM's --speculative-config, SGLang's
+    # --speculative-algorithm / --speculative-num-steps / ...) names the drafter's setup, whose area is above.
     Area("bad_argument", "the engine refused a launch setting: {0}",
          frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", _I),
-         words=re.compile(r"(?<![\w-])--[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
+         words=re.compile(r"(?<![\w-])--(?!speculative-)[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
     Area("port_in_use", "a port the engine binds is taken: {0}",
          words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"
                           r"|\bbind\b[^\n]{0,80}\b(?:fail|error|in use|taken)|failed to (?:bind|listen)\b"

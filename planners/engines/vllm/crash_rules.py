@@ -22,6 +22,8 @@ Each pattern is one of vLLM's own messages, from its source at the releases depl
 - vllm/model_executor/models/registry.py: "Model architectures ['Qwen2ForCausalLM'] failed to be inspected. Please
   check the logs for more details." and "Error in inspecting model architecture 'X'"
   (https://github.com/vllm-project/vllm/issues/17341);
+- vllm/engine/arg_utils.py: "The draft model config's max_model_len (N) is less than the deployment's max_model_len
+  (M)" (vllm-project/vllm#22935);
 - vllm/executor/ray_utils.py: "The number of required GPUs exceeds the total number of available GPUs in the
   cluster" (k8s limits below --tensor-parallel-size: vllm-project/vllm#3416);
 - vllm/model_executor/models/transformers.py: "The Transformers implementation of X is not compatible with vLLM",
@@ -115,6 +117,14 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"VLLM_USE_V1=1 is not supported with ([^\n]{1,120})|\b" + _NOT_SUPPORTED + _NEW_RUNNER),
               70, 0.75, "the engine's newer runner (vLLM V1) does not support a requested feature ({0})",
               kind="v1_feature", exclude=_FALLING_BACK),
+    # ------------------------------------------------------------------ its drafter
+    # vllm/engine/arg_utils.py (vllm-project/vllm#22935): V1 cannot skip speculation for prompts longer than the draft
+    # model's own context, so it refuses a deployment max_model_len above the drafter's (a standard EAGLE head: 2048).
+    CrashRule("draft_context_too_short", "speculative_config_invalid",
+              _r(r"draft model config's max_model_len \((\d{1,9})\) is less than the deployment's max_model_len "
+                 r"\((\d{1,9})\)"), 80, 0.85,
+              "the drafter handles at most {0} tokens of context, less than the deployment's max_model_len ({1}): "
+              "lower --max-model-len to {0} or use a drafter trained for longer context"),
     # ------------------------------------------------------------------ its GPU count
     # vllm/executor/ray_utils.py initialize_ray_cluster: the parallel sizes ask for more GPUs than Ray sees; raised
     # as "... in the cluster." (older releases), logged as a warning "... in the placement group." before it waits.
