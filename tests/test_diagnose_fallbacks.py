@@ -192,3 +192,22 @@ def test_an_unknown_error_naming_a_speculative_flag_is_placed_with_the_drafter_n
            "with --speculative-draft-model-path\n")
     result = diagnose(log, exit_code=1)
     assert result.category == "speculative_config_invalid"
+
+
+@pytest.mark.parametrize("frames", [
+    # PyTorch's capture context (torch/cuda/graphs.py: torch.cuda.graph.__exit__ ends the capture)
+    '  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/graphs.py", line 186, in __exit__\n'
+    '    self.cuda_graph.capture_end()\n',
+    # vLLM's piecewise backend, which captures one graph per compiled piece (vllm/compilation/)
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/compilation/cuda_piecewise_backend.py", line 190, in '
+    '__call__\n    entry.runnable(*args)\n',
+])
+def test_an_oom_raised_inside_graph_capture_frames_is_cuda_graph_oom(frames):
+    # No start-up line in the tail: the frames alone say the capture was running.
+    log = ("Traceback (most recent call last):\n"
+           '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 370, in '
+           "compile_or_warm_up_model\n"
+           + frames +
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+           "23.55 GiB of which 11.31 MiB is free.\n")
+    assert diagnose(log, exit_code=1).category == "cuda_graph_oom"

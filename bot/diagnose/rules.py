@@ -342,7 +342,11 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("graph", re.compile(
         r"cuda_graph_runner|capture_model|capture_one_batch_size|Capture (?:piecewise )?cuda graph|Capturing batches"
         r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing the model for CUDA graphs"
-        r"|init_(?:cuda|device)_graphs|graph capture|CUDAGraph|cudagraph", re.IGNORECASE)),
+        r"|init_(?:cuda|device)_graphs|graph capture|CUDAGraph|cudagraph"
+        # PyTorch's own capture (torch/cuda/graphs.py: torch.cuda.graph's __exit__ -> self.cuda_graph.capture_end())
+        # and vLLM's piecewise backend that captures each compiled piece (vllm/compilation/cuda_piecewise_backend.py,
+        # piecewise_backend.py)
+        r"|torch/cuda/graphs\.py|\bcapture_(?:begin|end)\b|piecewise_backend", re.IGNORECASE)),
     ("profile", re.compile(
         r"profile_run|determine_available_memory|determine_num_available_blocks|Memory profiling|_dummy_sampler_run",
         re.IGNORECASE)),
