@@ -211,3 +211,15 @@ def test_an_oom_raised_inside_graph_capture_frames_is_cuda_graph_oom(frames):
            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
            "23.55 GiB of which 11.31 MiB is free.\n")
     assert diagnose(log, exit_code=1).category == "cuda_graph_oom"
+
+
+def test_cuda_running_out_of_peer_mappings_is_multi_gpu_communication():
+    # cudaErrorTooManyPeers's text in the CUDA runtime ("peer mapping resources exhausted"): P2P enabled between more
+    # GPUs than the hardware maps, as a custom all-reduce or NCCL sets it up at TP > 8.
+    log = ("[rank9]: Traceback (most recent call last):\n"
+           '[rank9]:   File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/'
+           'custom_all_reduce.py", line 95, in __init__\n'
+           "[rank9]:     handles, offsets = self._get_ipc_meta(self.meta)\n"
+           "[rank9]: RuntimeError: CUDA error: peer mapping resources exhausted\n")
+    assert diagnose(log, exit_code=1).category == "nccl_error"
+    assert diagnose(log.splitlines()[-1].removeprefix("[rank9]: "), exit_code=1).category == "nccl_error"

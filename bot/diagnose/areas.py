@@ -72,7 +72,7 @@ AREAS: tuple[Area, ...] = (
          classes=re.compile(r"^(?:DistBackendError|DistNetworkError|DistStoreError|DistError)$"),
          words=re.compile(r"nccl|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
                           r"|\bcollective\b|\bc10d\b|\bgloo\b|\brendezvous\b|\bTCPStore\b|\bcuda ?ipc\b"
-                          r"|\bP2P\b|\bpeer access\b", _I),
+                          r"|\bP2P\b|\bpeer access\b|\bpeer mapping resources\b", _I),
          kind="nccl"),
     Area("missing_dependency", "a package the engine needs is missing or does not import: {0}",
          # importlib.metadata's PackageNotFoundError ("No package metadata was found for X"): the engine or a library
