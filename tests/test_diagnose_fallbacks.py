@@ -223,3 +223,27 @@ def test_cuda_running_out_of_peer_mappings_is_multi_gpu_communication():
            "[rank9]: RuntimeError: CUDA error: peer mapping resources exhausted\n")
     assert diagnose(log, exit_code=1).category == "nccl_error"
     assert diagnose(log.splitlines()[-1].removeprefix("[rank9]: "), exit_code=1).category == "nccl_error"
+
+
+def test_a_tokenizer_json_the_installed_tokenizers_cannot_parse_is_transformers_too_old():
+    # The tokenizers library's serde error, raised from TokenizerFast.from_file (ggml-org/llama.cpp#12819's traceback
+    # shape, Llama 4's tokenizer.json; fixed by upgrading transformers/tokenizers in mrwu-mac/ControlMLLM#9).
+    log = f"""\
+  File "{_SITE}/transformers/tokenization_utils_fast.py", line 116, in __init__
+    fast_tokenizer = TokenizerFast.from_file(fast_tokenizer_file)
+Exception: data did not match any variant of untagged enum ModelWrapper at line 1251003 column 3
+"""
+    result = diagnose(log, exit_code=1)
+    assert result.category == "transformers_too_old"
+    assert "model_files_missing_or_corrupt" in result.alternatives
+    assert "tokenizers" in result.next_steps[0]
+
+
+def test_llama_31_rope_scaling_on_an_older_transformers_is_transformers_too_old():
+    # transformers' LlamaConfig._rope_scaling_validation before 4.43, given Llama 3.1's rope_scaling.
+    log = ("ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, "
+           "'low_freq_factor': 1.0, 'high_freq_factor': 4.0, 'original_max_position_embeddings': 8192, "
+           "'rope_type': 'llama3'}\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "transformers_too_old"
+    assert "4.43" in result.next_steps[0]

@@ -231,6 +231,19 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"Tokenizer class (\w{1,80}) does not exist or is not currently imported"
            r"|module 'transformers(?:\.[\w.]{1,80})?' has no attribute '(\w{1,80})'"), 76, 0.8,
          "the installed transformers has no {0}{1}: it predates this model"),
+    # The tokenizers library (Rust, serde) cannot parse a tokenizer.json written by a newer release: "data did not match
+    # any variant of untagged enum ModelWrapper at line N column 3" (fixed by upgrading transformers/tokenizers, e.g.
+    # mrwu-mac/ControlMLLM#9, unslothai/unsloth#1059; a truncated file reads the same, hence the alternative).
+    Rule("tokenizer_json_too_new", "transformers_too_old",
+         r(r"data did not match any variant of untagged enum (?:ModelWrapper|Py\w{1,40}Wrapper)\b"), 70, 0.75,
+         "the installed tokenizers library cannot read this model's tokenizer.json (written by a newer release)",
+         kind="tokenizer_format", unsure=("model_files_missing_or_corrupt",)),
+    # transformers before 4.43 validated rope_scaling as {type, factor} only (LlamaConfig._rope_scaling_validation):
+    # Llama 3.1's {"rope_type": "llama3", ...} fails there with this message.
+    Rule("rope_scaling_old_schema", "transformers_too_old",
+         r(r"rope_scaling.? must be a dictionary with two fields, .?type.? and .?factor"), 72, 0.8,
+         "the installed transformers predates this model's rope_scaling format (Llama 3.1's rope_type 'llama3' needs "
+         "transformers 4.43 or later)", kind="rope_schema"),
     Rule("transformers_auto_class", "transformers_too_old",
          r(r"Unrecognized configuration class [^\n]{0,200}for this kind of AutoModel"), 66, 0.7,
          "the installed transformers has no model class for this configuration"),

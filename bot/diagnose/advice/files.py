@@ -108,6 +108,15 @@ def advise_transformers(f: Finding, s: PlanView) -> Advice:
                  f"newer one (pip install -U transformers)",
                  "if the engine's pinned transformers still lacks it, the engine predates the model: upgrade the "
                  "engine, or check the checkpoint's config.json is the one the model card names"], None)
+    if f.kind == "tokenizer_format":
+        return (["upgrade tokenizers and transformers in the engine's environment (pip install -U tokenizers "
+                 "transformers), within the versions the engine pins",
+                 "if they are already current, tokenizer.json may be cut short: compare its size with the hub's and "
+                 "download it again"], None)
+    if f.kind == "rope_schema":
+        return (["upgrade transformers in the engine's environment to 4.43 or later (pip install -U transformers), or "
+                 "the engine to a release that pins one", "the model's config.json is fine: its rope_scaling uses "
+                 "the newer format"], None)
     model_type = f.match.group(1) if f.match is not None and f.match.groups() else "this model type"
     return ([f"upgrade transformers in the engine's environment to a release that knows '{model_type}' "
              f"(pip install -U transformers)",
