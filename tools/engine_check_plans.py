@@ -14,7 +14,7 @@ from pathlib import Path
 from bot.config import HostConfig, Policy
 from bot.models import DeployRequest, EngineInstall, GpuInfo, HostFacts, LaunchPlan, ModelFolder
 from bot.simhost.captures import CAPTURES, captured_versions, help_text
-from bot.simhost.modelfiles import CONFIG_DIR, available_models, write_model_folder
+from bot.simhost.modelfiles import available_models, config_path, write_model_folder
 from planners.plan import make_plan
 
 MIB = 1 << 20
@@ -66,7 +66,7 @@ def model_folder(models_dir: Path, name: str) -> ModelFolder:
         write_model_folder(models_dir, name)
     index = json.loads((folder / "model.safetensors.index.json").read_text())
     give_shards_headers(folder, index["weight_map"])
-    config = json.loads((CONFIG_DIR / f"{name}.json").read_text())
+    config = json.loads(config_path(name).read_text())  # a target model or a drafter (configs/drafters)
     if "auto_map" in config:
         # the real checkpoint ships the custom configuration_*.py that auto_map names; the simulated folder has no
         # code, so the engines read the config through transformers' built-in class (same model_type) instead.
