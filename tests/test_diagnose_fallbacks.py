@@ -247,3 +247,18 @@ def test_llama_31_rope_scaling_on_an_older_transformers_is_transformers_too_old(
     result = diagnose(log, exit_code=1)
     assert result.category == "transformers_too_old"
     assert "4.43" in result.next_steps[0]
+
+
+@pytest.mark.parametrize(("log", "named"), [
+    # CUDA's cudaErrorInvalidDeviceFunction, as torch raises it
+    ("RuntimeError: CUDA error: invalid device function\nCUDA kernel errors might be asynchronously reported at some "
+     "other API call, so the stacktrace below might be incorrect.\n", None),
+    # vLLM's quantized GEMM dispatch (csrc/quantization/.../scaled_mm_entry.cu) on a wheel without sm_121 kernels
+    ("RuntimeError: cutlass_scaled_mm, csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:265,\n"
+     "NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: "
+     "121\n", "121"),
+])
+def test_kernels_not_compiled_for_this_gpu_in_other_words_are_the_gpu_architecture(log, named):
+    result = diagnose(log, exit_code=1)
+    assert result.category == "cuda_arch_or_driver"
+    assert named is None or named in result.cause

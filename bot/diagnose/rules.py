@@ -185,6 +185,16 @@ RULES: tuple[Rule, ...] = (
                            r"|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"),
          80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch",
          unsure=("jit_compile_failure",)),
+    # The same absence in other words: CUDA's cudaErrorInvalidDeviceFunction ("invalid device function": the device
+    # function is not compiled for this architecture), and vLLM's quantized GEMM dispatch when its wheel carries no
+    # kernel for the GPU's capability (csrc/quantization/.../scaled_mm_entry.cu: "No compiled cutlass_scaled_mm for a
+    # compute capability less than CUDA device capability: 121", a wheel built without sm_121; vllm-project/vllm#9419
+    # for 75).
+    Rule("kernel_not_compiled_for_gpu", "cuda_arch_or_driver",
+         _r(r"CUDA error: invalid device function|cudaErrorInvalidDeviceFunction"
+            r"|No compiled (\w{1,60}) for a compute capability less than CUDA device capability: ?(\d{2,3})"), 78, 0.8,
+         "the engine's compiled kernels ({0}) do not cover this GPU's architecture ({1})", kind="arch",
+         unsure=("quantization_unsupported",)),
     Rule("sm_not_compatible", "cuda_arch_or_driver",
          _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
          "the installed PyTorch was not built for this GPU ({0})", kind="arch", any_level=True),
