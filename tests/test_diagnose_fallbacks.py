@@ -262,3 +262,22 @@ def test_kernels_not_compiled_for_this_gpu_in_other_words_are_the_gpu_architectu
     result = diagnose(log, exit_code=1)
     assert result.category == "cuda_arch_or_driver"
     assert named is None or named in result.cause
+
+
+def test_transformers_lazy_import_wrapping_a_package_of_the_wrong_version_is_a_missing_dependency():
+    # transformers/utils/import_utils.py _LazyModule._get_module's wrapper around a huggingface_hub too old for it.
+    log = ("RuntimeError: Failed to import transformers.generation.utils because of the following error (look up to "
+           "see its traceback):\n"
+           f"cannot import name 'split_torch_state_dict_into_shards' from 'huggingface_hub' "
+           f"({_SITE}/huggingface_hub/__init__.py)\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "missing_dependency"
+    assert "transformers.generation.utils" in result.cause
+
+
+def test_the_lazy_import_wrapper_leaves_the_wrapped_error_its_own_verdict():
+    # The line under the wrapper is the more specific one: transformers itself lacks the class.
+    log = ("RuntimeError: Failed to import transformers.models.auto because of the following error (look up to see "
+           "its traceback):\n"
+           f"cannot import name 'Qwen3VLConfig' from 'transformers' ({_SITE}/transformers/__init__.py)\n")
+    assert diagnose(log, exit_code=1).category == "transformers_too_old"

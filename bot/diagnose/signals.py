@@ -234,6 +234,14 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # The tokenizers library (Rust, serde) cannot parse a tokenizer.json written by a newer release: "data did not match
     # any variant of untagged enum ModelWrapper at line N column 3" (fixed by upgrading transformers/tokenizers, e.g.
     # mrwu-mac/ControlMLLM#9, unslothai/unsloth#1059; a truncated file reads the same, hence the alternative).
+    # transformers' lazy module loader wraps whatever import failed beneath it (transformers/utils/import_utils.py
+    # _LazyModule._get_module: "Failed to import {module} because of the following error (look up to see its
+    # traceback):\n{e}"); the wrapped error follows on the next line ("cannot import name 'X' from 'huggingface_hub'":
+    # a package of the wrong version). Below the rules that read that next line (No module named, transformers lacks).
+    Rule("lazy_import_failed", "missing_dependency",
+         r(r"Failed to import ([\w.]{1,120}) because of the following error \(look up to see its traceback\)"), 60, 0.7,
+         "transformers could not import {0}; the line under it names the package missing or of the wrong version",
+         kind="import"),
     Rule("tokenizer_json_too_new", "transformers_too_old",
          r(r"data did not match any variant of untagged enum (?:ModelWrapper|Py\w{1,40}Wrapper)\b"), 70, 0.75,
          "the installed tokenizers library cannot read this model's tokenizer.json (written by a newer release)",
