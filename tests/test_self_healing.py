@@ -21,8 +21,6 @@ from tests.test_pipeline_ssh import ssh_config
 
 SEED = "start Qwen3.6-27B on CT129"
 AUTO = {"auto_fix": ["kv_cache_insufficient", "cuda_graph_oom"]}
-#: Ports of these tests' own (other test runs on the machine use 30000 and up).
-PORTS = {"port_range": (31900, 31999)}
 
 
 def _story(thread: RecordingThread) -> list[str]:
@@ -36,7 +34,7 @@ def _auto_infos(thread: RecordingThread) -> list[str]:
 
 
 async def _run(sshd, simhost, tmp_path, text: str = SEED, **policy):
-    config = parse_config(ssh_config(sshd, simhost, **PORTS, **policy))
+    config = parse_config(ssh_config(sshd, simhost, **policy))
     store = Store(tmp_path / "state.db")
     pipeline = Pipeline(config, store, secrets=Secrets())
     thread = RecordingThread()
@@ -120,7 +118,7 @@ async def test_host_policy_overrides_the_global_one(sshd, simhost, tmp_path):
 
 async def _serve_until_killed(sshd, simhost, tmp_path, **policy):
     """Launch as serve does (following after ready), SIGKILL the server once ready, return what the thread saw."""
-    config = parse_config(ssh_config(sshd, simhost, restart_backoff_s=0, **PORTS, **policy))
+    config = parse_config(ssh_config(sshd, simhost, restart_backoff_s=0, **policy))
     store = Store(tmp_path / "state.db")
     pipeline = Pipeline(config, store, secrets=Secrets())
     thread = RecordingThread()
