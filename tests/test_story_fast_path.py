@@ -5,7 +5,6 @@ bench/bench_slack_pid.py, never timed here): the ack gate, the early probe, the 
 from __future__ import annotations
 
 import asyncio
-import random
 
 from bot.config import Secrets, parse_config
 from bot.early_probe import EarlyProbes
@@ -17,6 +16,7 @@ from handlers.slack.ackgate import AckGate, current_request
 from handlers.slack.client import pooled_copy
 from slack_sdk.web.async_client import AsyncWebClient
 from tests.fakeslack import FakeSlack
+from tests.ports import port_range
 
 MODEL = "Llama-3.1-8B-Instruct"
 
@@ -96,9 +96,9 @@ async def test_an_early_probe_that_fails_fails_where_the_probe_would_have():
 
 
 async def test_the_pipeline_plans_on_the_probe_started_early(simhost, tmp_path):
-    base = random.randrange(20000, 29900, 100)  # the tests' engines start on 30000 up at the same time
+    # ports of this run's own block (tests/ports.py): other runs' engines start on this machine at the same time
     config = parse_config({"hosts": {"CT129": simhost.host_config()},
-                           "policy": {"min_margin_gib": 0.5, "port_range": [base, base + 99]}}, "test config")
+                           "policy": {"min_margin_gib": 0.5, "port_range": port_range()}}, "test config")
     pipeline = Pipeline(config, Store(tmp_path / "state.db"), secrets=Secrets())
     backend = pipeline.backend("CT129")
     real_probe, probed = backend.probe, []
