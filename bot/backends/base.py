@@ -11,6 +11,8 @@ its settings in bot/config.py's `BackendSettings` when it has any, and one line 
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import AsyncIterator
 from typing import Literal, Protocol, Union, runtime_checkable
 
@@ -65,6 +67,28 @@ class Heartbeat(_Value):
 
 
 WatchEvent = Union[LogLine, Health, Queued, Exited, Heartbeat]
+
+
+def watch_event(raw: str) -> WatchEvent | None:
+    """One JSON line of an agent's watch stream (bot/agents/follow_agent.py, slurm_agent.py) as a watch event:
+    {"t": "log", "l": text, "o": offset} | {"t": "health", "s": status} | {"t": "queued", "reason": ...} |
+    {"t": "exit", "code": n} | {"t": "hb"} (or "running": alive, nothing new); anything else: None."""
+    try:
+        message = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    kind = message.get("t") if isinstance(message, dict) else None
+    if kind == "log":
+        return LogLine(text=message["l"], offset=int(message["o"]))
+    if kind == "queued":
+        return Queued(reason=str(message.get("reason") or "waiting"))
+    if kind == "health":
+        return Health(status=int(message.get("s") or 0))
+    if kind == "exit":
+        return Exited(code=message.get("code"))
+    if kind in ("hb", "running"):
+        return Heartbeat()
+    return None
 
 
 # ------------------------------------------------------------------------------------------ what the calls answer

@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from bot.backends.base import Exited, Health, Heartbeat, Launch, LogLine, StopReport, WatchEvent
+from bot.backends.base import Exited, Launch, StopReport, WatchEvent, watch_event
 from bot.config import HostConfig
 from bot.handles import Handle, ProcessHandle
 from bot.launch import launch as launch_agent
@@ -57,7 +57,7 @@ class ProcessBackend:
         # aclosing: a caller that stops reading (ready reached) must end the agent's stream now, not at collection.
         async with aclosing(self.remote.stream(command, input=agent_source("follow_agent"))) as stream:
             async for raw in stream:
-                event = _watch_event(raw)
+                event = watch_event(raw)
                 if event is not None:
                     yield event
                 if isinstance(event, Exited):
@@ -88,24 +88,6 @@ def _process(handle: Handle) -> ProcessHandle:
     if not isinstance(handle, ProcessHandle):
         raise TypeError(f"the process backend was given a {type(handle).__name__}, not the ProcessHandle it makes")
     return handle
-
-
-def _watch_event(raw: str) -> WatchEvent | None:
-    """One line of the follow agent (bot/agents/follow_agent.py) as a watch event; anything else: None."""
-    try:
-        message = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    kind = message.get("t") if isinstance(message, dict) else None
-    if kind == "log":
-        return LogLine(text=message["l"], offset=int(message["o"]))
-    if kind == "health":
-        return Health(status=int(message.get("s") or 0))
-    if kind == "exit":
-        return Exited(code=message.get("code"))
-    if kind == "hb":
-        return Heartbeat()
-    return None
 
 
 async def fetch_tail(remote: Remote, log_path: str, max_bytes: int = TAIL_BYTES) -> str:

@@ -26,7 +26,7 @@ from contextlib import aclosing
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from bot.backends.base import Exited, Health, Heartbeat, Launch, LaunchFailed, LogLine, Queued, StopReport, WatchEvent
+from bot.backends.base import Exited, Launch, LaunchFailed, StopReport, WatchEvent, watch_event
 from bot.backends.process import drop_partial_first_line
 from bot.config import HostConfig, SlurmBackendSettings
 from bot.handles import Handle, SlurmJob
@@ -181,7 +181,7 @@ class SlurmBackend:
         command = [self.config.python, "-", json.dumps(args)]
         async with aclosing(self.remote.stream(command, input=agent_source("slurm_agent"))) as stream:
             async for raw in stream:
-                event = _watch_event(raw)
+                event = watch_event(raw)
                 if event is not None:
                     yield event
                 if isinstance(event, Exited):
@@ -237,21 +237,3 @@ def _job(handle: Handle) -> SlurmJob:
     return handle
 
 
-def _watch_event(raw: str) -> WatchEvent | None:
-    """One line of the Slurm agent's watch as a watch event; anything else: None."""
-    try:
-        message = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    kind = message.get("t") if isinstance(message, dict) else None
-    if kind == "log":
-        return LogLine(text=message["l"], offset=int(message["o"]))
-    if kind == "queued":
-        return Queued(reason=str(message.get("reason") or "waiting"))
-    if kind == "health":
-        return Health(status=int(message.get("s") or 0))
-    if kind == "exit":
-        return Exited(code=message.get("code"))
-    if kind in ("hb", "running"):
-        return Heartbeat()
-    return None
