@@ -52,8 +52,8 @@ class HealingMixin(PipelineBase):
                 f"(max_auto_relaunches {policy.max_auto_relaunches}); the next fix waits for an approval")))
             return None
         planned = await self._fixed_plan(dep, diagnosis, thread)
-        if planned is None:
-            return None
+        if isinstance(planned, Outcome):
+            return planned
         plan, facts = planned
         if launch_key(plan) in chain.tried_plans:
             message = ("policy auto_fix: the fix gives a plan already tried in this request, so it is no fix; "
@@ -89,8 +89,8 @@ class HealingMixin(PipelineBase):
         await thread.emit(Info(message=f"policy restart_on_crash: restarting {how} in {wait_s:.0f} s", step="ready"))
         await asyncio.sleep(wait_s)
         planned = await (self._fixed_plan(dep, diagnosis, thread) if fixable else self._same_plan(dep, thread))
-        if planned is None:
-            return None
+        if isinstance(planned, Outcome):
+            return planned
         plan, facts = planned
         await self.store.audit("auto_restart", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
                                detail=f"restart {len(recent) + 1} in the last hour; {how}")
@@ -100,24 +100,27 @@ class HealingMixin(PipelineBase):
                                             chain=next_chain)
 
     async def _fixed_plan(self, dep: Deployment, diagnosis: Diagnosis,
-                          thread: Thread) -> tuple[LaunchPlan, HostFacts] | None:
+                          thread: Thread) -> tuple[LaunchPlan, HostFacts] | Outcome:
         assert diagnosis.fix is not None
         return await self._planned(dep, merge_overrides(dep.plan.overrides, diagnosis.fix.overrides), thread)
 
-    async def _same_plan(self, dep: Deployment, thread: Thread) -> tuple[LaunchPlan, HostFacts] | None:
+    async def _same_plan(self, dep: Deployment, thread: Thread) -> tuple[LaunchPlan, HostFacts] | Outcome:
         return await self._planned(dep, dep.plan.overrides, thread)
 
     async def _planned(self, dep: Deployment, overrides: PlanOverrides,
-                       thread: Thread) -> tuple[LaunchPlan, HostFacts] | None:
+                       thread: Thread) -> tuple[LaunchPlan, HostFacts] | Outcome:
+        """The re-plan on a fresh probe, or the crashed outcome when there is none: the caller stops there rather
+        than offer the same fix behind an approval, which would probe and plan it a second time to the same end."""
         try:
             plan, facts = await self.replan(dep, overrides)
         except RemoteError as exc:
-            await thread.emit(Info(message=f"cannot relaunch by policy now: {exc}"))
-            return None
-        if isinstance(plan, PlanFailure):
-            await thread.emit(Info(message=f"the fix does not plan, so nothing is relaunched by policy: {plan.reason}"))
-            return None
-        return plan, facts
+            message = f"cannot relaunch by policy now: {exc}"
+        else:
+            if not isinstance(plan, PlanFailure):
+                return plan, facts
+            message = f"the fix does not plan, so nothing is relaunched: {plan.reason}"
+        await thread.emit(Info(message=message))
+        return Outcome("crashed", dep, message)
 
 
 def _chain_of(dep: Deployment) -> HealingChain:
