@@ -79,6 +79,11 @@ class _Hit:
     match: re.Match[str]
 
 
+#: Deaths dealt from outside the engine (the kernel's OOM killer, Slurm's time limit, preemption and cgroup): the
+#: engine may still print a line or two after the killer's message reaches the same log, so a sign of life after
+#: it does not make the log healthy.
+KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", "cgroup_oom"})
+
 def _split(log_tail: str) -> list[str]:
     lines = log_tail.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
@@ -298,7 +303,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     hits = _hits(lines, structure, health.routine, rules_for(deployed))
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
-        if health.alive_pos > finding.pos and finding.category != "host_oom_killed":
+        if health.alive_pos > finding.pos and finding.category not in KILLED_FROM_OUTSIDE:
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
         finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
