@@ -690,10 +690,24 @@ def test_crash_after_an_import_warning_points_at_the_import():
 WARNING 02-01 10:00:00 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')
 ERROR 02-01 10:00:05 [core.py:1] AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'
 """
+    # The taxonomy's missing_dependency ("missing shared library of a Python package"): vLLM only warns that its
+    # compiled ops did not load (vllm-project/vllm#5501) and dies at the first op; the import is the cause.
+    result = diagnose(log, exit_code=1)
+    assert result.category == "missing_dependency"
+    assert "Failed to import" in result.evidence[0].text
+    assert any("rms_norm" in e.text for e in result.evidence)
+    assert "libcudart.so.12" in " ".join(result.next_steps)
+
+
+def test_an_attribute_error_after_an_unrelated_import_warning_stays_unrecognised():
+    log = """\
+WARNING 02-01 10:00:00 [__init__.py:20] Failed to import optional module xformers: No module named 'xformers'
+ERROR 02-01 10:00:05 [core.py:1] AttributeError: 'NoneType' object has no attribute 'shape'
+"""
     result = diagnose(log, exit_code=1)
     assert result.category == "other"
-    assert "rms_norm" in result.evidence[0].text
-    assert any("Failed to import" in e.text for e in result.evidence)
+    assert "'shape'" in result.evidence[0].text
+    assert any("xformers" in e.text for e in result.evidence)
     assert "import failed earlier" in result.next_steps[0]
 
 

@@ -86,6 +86,27 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
                          f"{exc.where() or '?'}")
 
 
+#: The error an op of a compiled extension that never loaded raises when first called: torch's op namespace without
+#: the op ("'_OpNamespace' '_C' object has no attribute 'rms_norm'", vllm-project/vllm#5501), or a missing attribute
+#: of the extension module itself.
+_MISSING_OP = re.compile(r"_OpNamespace'? '?[\w.]{0,80}'? object has no attribute|No such operator [\w:]{1,120}"
+                         r"|module '[\w.]{0,80}\._C' has no attribute")
+
+
+def _missing_op_of_broken_extension(finding: Finding, warned: LogLine, warned_pos: int) -> None:
+    """A compiled extension that failed to load (warned, quoted) and then an op of it that is missing: the missing
+    shared library or ABI mismatch of that import is the cause, not an engine bug."""
+    if finding.decisive is None or not _BROKEN_EXTENSION.search(warned.text) \
+            or not _MISSING_OP.search(finding.decisive.text):
+        return
+    consequence = finding.decisive
+    finding.support = [line for line in finding.support if line is not warned] + [consequence]
+    finding.category, finding.kind, finding.decisive, finding.confidence = "missing_dependency", "binary", warned, 0.6
+    finding.pos = warned_pos
+    finding.cause = ("a compiled extension failed to import (quoted) and the first op called from it is missing: a "
+                     "binary built against another torch / CUDA, or a shared library the host lacks")
+
+
 def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
                  structure: TailStructure | None = None) -> Finding | None:
     errors = [(pos, line) for pos, line in enumerate(lines)
@@ -123,6 +144,7 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
             if warned is not None:
                 finding.support.append(warned)
                 finding.kind = "import_warning"
+                _missing_op_of_broken_extension(finding, warned, lines.index(warned))
             return finding
         decisive = framing[-1][1]
         inner = _INNER_ERROR.search(decisive.text)
