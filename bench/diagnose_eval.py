@@ -80,6 +80,12 @@ def report(split: Split, confusions: bool) -> float:
     print(f"{split}_crashes_called_healthy: {missed}")
     if hits:
         print(f"{split}_decisive_line_hits: {sum(hits) / len(hits):.3f} ({sum(hits)}/{len(hits)})")
+    if split == "heldout":  # the first collection's fifth and the grown batch's fifth, apart as well
+        for folder in ("collected", "grown"):
+            part = [row for row in rows if row[0].startswith(folder + "/")]
+            if part:
+                ok = sum(expected == got for _, expected, got, *_ in part)
+                print(f"{split}_{folder}_category_accuracy: {ok / len(part):.3f} ({ok}/{len(part)})")
     print("\n".join(table(rows)))
     print("\n".join(calibration(rows)))
     if confusions:

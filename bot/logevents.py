@@ -49,7 +49,13 @@ _PY_LEVEL = re.compile(
 _TORCH_LEVEL = re.compile(r"^\[([WEIF])(?:\d{4}\s[\d:.]+)?\s*[\w./-]*:\d+\]\s*")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?:\s")
 #: After a timestamp, pipe-separated fields of wrapper loggers: FastChat "| ERROR | stderr |", loguru "| INFO |".
-_PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?(?:[\w.:<>-]{1,40}\s*\|\s?)?")
+_PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?(?:([\w.:<>-]{1,40})\s*\|\s?)?")
+#: A wrapper relaying a child's output stream logs every line of it at one level of its own (FastChat: stdout at
+#: INFO, stderr at ERROR): that level says which pipe, not how grave the line is.
+_RELAYED_STREAMS = frozenset({"stdout", "stderr"})
+#: A structured (JSON) log line's message field, as wrappers print them ({"level":...,"message":"..."}).
+_JSON_MESSAGE = re.compile(r'^\{?[^"]{0,8}(?:"[\w.-]{1,30}"\s*:\s*(?:"[^"]{0,80}"|[\w.-]{1,40})\s*,\s*){0,8}'
+                           r'"(?:message|msg|log|text|error)"\s*:\s*"')
 _RAY_REPEAT = re.compile(r"(?<!\s)\s*+\[repeated \d+x across cluster\].*$")
 
 _LEVEL_NAMES = {"W": "WARNING", "E": "ERROR", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING"}
@@ -67,6 +73,13 @@ def strip_ansi(line: str) -> str:
     return _ANSI.sub("", line)
 
 
+def _json_unescape(rest: str) -> str:
+    """The message of a JSON log line from its opening quote on: up to its closing quote, escapes read."""
+    end = re.search(r'(?<!\\)"', rest)
+    body = rest[:end.start()] if end else rest
+    return body.replace('\\"', '"').replace("\\n", " ").replace("\\t", " ").replace("\\\\", "\\")
+
+
 def normalize_line(line: str) -> NormalizedLine:
     """Remove launcher/engine prefixes (stacked in any order) and keep level and timestamp when given."""
     text = strip_ansi(line).lstrip()  # logs pasted into markdown arrive indented
@@ -77,6 +90,9 @@ def normalize_line(line: str) -> NormalizedLine:
     text = text.rstrip()
     level: str | None = None
     stamp: tuple[str, str] | None = None
+    json_message = _JSON_MESSAGE.match(text)
+    if json_message:
+        text = _json_unescape(text[json_message.end():])
     for _ in range(4):  # prefixes stack (compose + Ray tag + vLLM level); a few passes peel them all
         before = text
         for pattern in (_COMPOSE, _PROCESS_TAG, _RANK_TAG, _JOURNAL):
@@ -89,7 +105,7 @@ def normalize_line(line: str) -> NormalizedLine:
             text = text[match.end():]
             fields = _PIPE_FIELDS.match(text)
             if fields and fields.end():
-                if fields.group(1):
+                if fields.group(1) and fields.group(2) not in _RELAYED_STREAMS:
                     level = level or _LEVEL_NAMES.get(fields.group(1), fields.group(1))
                 text = text[fields.end():]
         match = _VLLM_LEVEL.match(text)

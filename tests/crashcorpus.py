@@ -1,7 +1,8 @@
 """The real crash-log corpus, split into the part the diagnoser may be tuned on and the part it is judged on.
 
 ``dev``: tests/data/crashlogs/dev/*.json (the first corpus) plus every collected log marked ``"split": "dev"``.
-``heldout``: collected logs marked ``"split": "heldout"``; ``blind``: tests/data/crashlogs/blind (collected apart);
+``heldout``: collected logs marked ``"split": "heldout"``; ``grown``: tests/data/crashlogs/grown, a later batch taken in
+by tools/crashlog_intake.py, which puts one thread in five (by the URL's hash) in ``heldout`` and the rest in ``dev``; ``blind``: tests/data/crashlogs/blind (collected apart);
 ``fresh``: tests/data/crashlogs/fresh (a later set, collected apart again, after the diagnoser was tuned on the others).
 Held-out, blind and fresh logs are only ever scored in aggregate (tests and bench/diagnose_eval.py never print their
 names or content), so the figures measured on them stay honest.
@@ -32,8 +33,9 @@ def corpus(split: Split) -> list[tuple[str, dict]]:
     if split == "dev":
         first = sorted((CRASHLOGS / "dev").glob("*.json"))
         out += [(f"dev/{path.stem}", json.loads(path.read_text())) for path in first]
-    for path in sorted((CRASHLOGS / "collected").glob("*.json")):
-        entry = json.loads(path.read_text())
-        if entry.get("split", "dev") == split:
-            out.append((f"collected/{path.stem}", entry))
+    for folder in ("collected", "grown"):
+        for path in sorted((CRASHLOGS / folder).glob("*.json")):
+            entry = json.loads(path.read_text())
+            if entry.get("split", "dev") == split:
+                out.append((f"{folder}/{path.stem}", entry))
     return out

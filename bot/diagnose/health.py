@@ -17,7 +17,8 @@ from bot.models import Diagnosis
 #: Access-log and scheduler lines of a working server: never an error, so never matched against the rules.
 _ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch[.,] #new-seq')
 #: The line that says the server listens: the first proof of life a person looks for.
-_LISTENING = re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on|Uvicorn running on|fired up and ready to roll")
+_LISTENING = re.compile(r"Starting vLLM (?:API )?server(?: \d+)?(?: \([^)\n]{1,60}\))? on|Uvicorn running on"
+                        r"|fired up and ready to roll")
 _HTTP_UP = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP/1\.1\" 200")
 
 
@@ -31,14 +32,17 @@ class Health:
     last_step: LogLine | None = None  # the last milestone of the start (weights, KV cache, graphs)
     http_up: LogLine | None = None  # the HTTP server listens (SGLang: warm-up not finished yet)
     listening: LogLine | None = None  # "Starting vLLM server on ...", "Uvicorn running on ...", "fired up"
+    listening_pos: int = -1
     served: LogLine | None = None  # the last request answered
     served_pos: int = -1  # the last request the server answered (an access-log line with a 2xx/3xx status)
     routine: set[int] = field(default_factory=set)  # positions of lines that are healthy progress, not errors
 
     @property
     def alive_pos(self) -> int:
-        """The last position where the server showed it was up (ready, decoding or answering requests); -1: never."""
-        return max(self.ready_pos, self.decode_pos, self.served_pos)
+        """The last position where the server showed it was up (listening, ready, decoding or answering requests);
+        -1: never. An engine only opens its HTTP server once its model is loaded, so an error above that line did
+        not stop the start."""
+        return max(self.ready_pos, self.decode_pos, self.served_pos, self.listening_pos)
 
 
 def read_health(lines: list[LogLine], engine: str | None) -> Health:
@@ -51,7 +55,7 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
             health.routine.add(pos)
             health.served, health.served_pos = line, pos
         if health.listening is None and _LISTENING.search(line.text):
-            health.listening = line
+            health.listening, health.listening_pos = line, pos
         for event in reader.feed_normalized(NormalizedLine(line.text, line.level, None), line.raw):
             if event.kind == "error_line":
                 continue

@@ -34,6 +34,7 @@ from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
 from bot.diagnose.areas import error_shaped_end, place
 from bot.diagnose.health import healthy_diagnosis, read_health
+from bot.diagnose.ops import place_missing_op
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
     CONTEXT_LINES,
@@ -238,6 +239,14 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
     return finding
 
 
+def _unquiet_raised(lines: list[LogLine], structure: TailStructure) -> None:
+    """An exception line that ends a traceback is an exception whatever level a wrapper relayed it at (Ray and
+    FastChat re-log a child's stderr at INFO): the INFO/WARNING filter of the phrase rules must not hide it."""
+    for exc in structure.exceptions:
+        if exc.frames and 0 <= exc.pos < len(lines) and lines[exc.pos].level in _QUIET:
+            lines[exc.pos].level = None
+
+
 def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rules: tuple[Rule, ...]) -> list[_Hit]:
     """Phrase-rule hits and structural hits (an exception explained by where it was raised)."""
     quiet = {pos for pos, line in enumerate(lines) if line.level in _QUIET}
@@ -300,6 +309,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     setup = PlanView(engine, plan, facts)
     health = read_health(lines, engine)
     structure = parse_structure(lines)
+    _unquiet_raised(lines, structure)
     hits = _hits(lines, structure, health.routine, rules_for(deployed))
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
@@ -316,6 +326,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
             and exit_code != 0:
         finding.confidence = min(finding.confidence, 0.45)
     finding.structure = structure
+    place_missing_op(finding, lines)
     engine_too_old(finding, setup, lines)
     import_behind_inspection(finding, lines)
     finding.alternatives = _alternatives(finding, hits, structure)

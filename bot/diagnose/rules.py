@@ -22,6 +22,7 @@ from functools import lru_cache
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
+from bot.diagnose.library_rules import LIBRARY_RULES
 from bot.diagnose.slurm_rules import SLURM_RULES
 from planners.engines import registry
 
@@ -98,7 +99,8 @@ RULES: tuple[Rule, ...] = (
          _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid"
             r"|does not support"
             r"|must be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
-            r"|\b(?:expected both|invalid|unsupported|not supported|not compatible)\b[^\n]{0,60}\bspeculat"
+            r"|\b(?:expected both|invalid|unsupported|not supported|not compatible|does not (?:yet )?support)\b"
+            r"[^\n]{0,60}\bspeculat"
             r"|only [\w ,]{1,120} speculative algorithms? (?:is|are) supported"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
     Rule("draft_invalid", "speculative_config_invalid",
@@ -142,7 +144,9 @@ RULES: tuple[Rule, ...] = (
             r"|(?:huggingface\.co|hf-mirror\.com|modelscope\.cn)[^\n]{0,300}(?:Max retries exceeded|timed out"
             r"|NameResolutionError|name resolution"
             r"|Connection refused|401 Client Error|403 Client Error|429 Client Error)"
-            r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf-mirror\.com)"),
+            r"|(?:401|403|429) Client Error[^\n]{0,200}(?:huggingface\.co|hf-mirror\.com)"
+            # huggingface_hub's own HTTP error class, and the Hub's 5xx (an outage, a gateway timeout)
+            r"|\bHfHubHTTPError\b|\b5\d\d Server Error[^\n]{0,200}(?:huggingface\.co|hf-mirror\.com|modelscope)"),
          75, 0.85, "the engine tried to reach the model hub (huggingface.co) and could not", kind="network"),
     # ------------------------------------------------------------------ software install
     # pip's resolver after an install that left the environment inconsistent: "vllm 0.9.1 requires torch==2.7.0, but
@@ -284,7 +288,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-) + SIGNAL_RULES + SLURM_RULES
+) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES
 
 
 @lru_cache(maxsize=8)

@@ -116,7 +116,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"DeepGEMM[^\n]{0,80}(?:compil|JIT)[^\n]{0,80}(?:fail|error)|deep_gemm[^\n]{0,40}jit[^\n]{0,80}error"),
          70, 0.75, "DeepGEMM's JIT kernel build failed", kind="build"),
     Rule("compiler_failed", "jit_compile_failure",
-         r(r"CalledProcessError: Command '\['[^']{0,200}\b(?:gcc|g\+\+|cc|c\+\+|clang\+?\+?|nvcc)'"
+         # (Triton on Windows builds its launcher with the tcc it ships: triton/runtime/tcc/tcc.exe)
+         r(r"CalledProcessError: Command '\['[^']{0,200}\b(?:gcc|g\+\+|cc|c\+\+|clang\+?\+?|nvcc|tcc|cl)(?:\.exe)?'"
+           # gcc / nvcc's last words after a fatal error in an included header (a missing cuda_fp8.h)
+           r"|^compilation terminated\.$"
            r"|\b\d{1,5} errors? detected in the compilation of"
            r"|\.(?:c|cc|cpp|cu|cuh|h|hpp):\d+:(?:\d+:)? (?:fatal )?error: (.{1,200})|\bnvcc fatal\s*:"
            r"|error: command '[^']{0,200}(?:gcc|nvcc|g\+\+)' failed"),
@@ -125,7 +128,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # Windows DLL that does not load.
     Rule("runtime_library_too_old", "missing_dependency",
          r(r"version [`'](GLIBC(?:XX)?_[\d.]{1,12})' not found|\bDLL load failed\b"), 74, 0.8,
-         "a compiled package needs a newer system library ({0}) than the host has", kind="binary"),
+         "a compiled package needs a newer system library ({0}) than the host has", kind="binary",
+         # NCCL trying an optional network plugin and falling back to its internal one (nccl src/plugin/net.cc:
+         # "NET/Plugin: Plugin load returned ... : when loading libnccl-net.so"): a notice, whatever the reason
+         exclude=r(r"NET/Plugin|when loading libnccl")),
     # PyTorch's dispatcher: the op is registered, but not for this device ("Could not run '_C::rms_norm' with
     # arguments from the 'CUDA' backend ... is only available for these backends: [CPU, ...]"): the installed build of
     # the compiled package (vLLM's _C, torchvision) was made for another backend or GPU, e.g. a CPU-only wheel
@@ -263,12 +269,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|requires the (\S{1,80}) library but it was not found in your environment"), 74, 0.85,
          "a package the model's code needs is not installed ({0}{1})", kind="module"),
     Rule("tokenizer_or_config_unloadable", "model_files_missing_or_corrupt",
-         r(r"Can't load (?:tokenizer|the configuration of|the model) for '([^'\n]{1,200})'|Error no file named "
+         r(r"Can't load (?:tokenizer|the configuration|the model)(?: of| for){1,2} '([^'\n]{1,200})'|Error no file named "
            r"(?:pytorch_model\.bin|model\.safetensors|tf_model\.h5)"), 70, 0.75,
          "the model's files could not be loaded from {0}: a file is missing or the path is wrong", kind="path"),
     Rule("engine_args_unknown_keyword", "bad_argument",
          r(r"(?:Engine|Server|Async\w{0,20})?Args\.__init__\(\) got an unexpected keyword argument "
-           r"'(\w{1,80})'"), 62, 0.7,
+           r"'([\w-]{1,80})'"), 62, 0.7,
          "the engine's arguments have no '{0}' in this version", kind="unknown_keyword"),
     Rule("quantized_shape_misaligned", "tp_not_divisible",
          r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,

@@ -17,8 +17,9 @@ from bot.diagnose.structure import TailStructure
 SIGKILL_EXIT_CODES = frozenset({137, -9})
 #: A compiled extension of the engine that failed to import: vLLM only warns ("Failed to import from vllm._C with
 #: ImportError(... undefined symbol ...)") and dies at the first op (vllm-project/vllm#5501).
-_BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefined symbol: \S|cannot open shared "
-                               r"object file")
+#: macOS's loader says "Symbol not found" where Linux says "undefined symbol" (vllm-project/vllm#15066).
+BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefined symbol: \S|cannot open shared "
+                              r"object file|Symbol not found: \S")
 
 
 #: An import failure logged as a mere warning before a crash.
@@ -86,27 +87,6 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
                          f"{exc.where() or '?'}")
 
 
-#: The error an op of a compiled extension that never loaded raises when first called: torch's op namespace without
-#: the op ("'_OpNamespace' '_C' object has no attribute 'rms_norm'", vllm-project/vllm#5501), or a missing attribute
-#: of the extension module itself.
-_MISSING_OP = re.compile(r"_OpNamespace'? '?[\w.]{0,80}'? object has no attribute|No such operator [\w:]{1,120}"
-                         r"|module '[\w.]{0,80}\._C' has no attribute")
-
-
-def _missing_op_of_broken_extension(finding: Finding, warned: LogLine, warned_pos: int) -> None:
-    """A compiled extension that failed to load (warned, quoted) and then an op of it that is missing: the missing
-    shared library or ABI mismatch of that import is the cause, not an engine bug."""
-    if finding.decisive is None or not _BROKEN_EXTENSION.search(warned.text) \
-            or not _MISSING_OP.search(finding.decisive.text):
-        return
-    consequence = finding.decisive
-    finding.support = [line for line in finding.support if line is not warned] + [consequence]
-    finding.category, finding.kind, finding.decisive, finding.confidence = "missing_dependency", "binary", warned, 0.6
-    finding.pos = warned_pos
-    finding.cause = ("a compiled extension failed to import (quoted) and the first op called from it is missing: a "
-                     "binary built against another torch / CUDA, or a shared library the host lacks")
-
-
 def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
                  structure: TailStructure | None = None) -> Finding | None:
     errors = [(pos, line) for pos, line in enumerate(lines)
@@ -144,7 +124,6 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
             if warned is not None:
                 finding.support.append(warned)
                 finding.kind = "import_warning"
-                _missing_op_of_broken_extension(finding, warned, lines.index(warned))
             return finding
         decisive = framing[-1][1]
         inner = _INNER_ERROR.search(decisive.text)
@@ -161,16 +140,18 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
     logged = None if server_up else _logged_error(lines, health)
     if logged is not None:
         return logged
+    broken = None if server_up else next((line for line in reversed(lines) if BROKEN_EXTENSION.search(line.text)),
+                                         None)
     cut = None if server_up and exit_code in (None, 0) else _cut_traceback(lines, structure)
-    if cut is not None:
+    if cut is not None and broken is None:
         return cut
-    ended = _reported_exit(lines, health, structure)
+    ended = _reported_exit(lines, health, structure) if cut is None else None
     if ended is not None and exit_code in (None, 0):
         return ended
-    broken = None if server_up else next((line for line in reversed(lines) if _BROKEN_EXTENSION.search(line.text)),
-                                         None)
     if broken is not None:
+        # A traceback cut off after the warning is that failure surfacing: quoted as support, not as the cause.
         return Finding(category="missing_dependency", confidence=0.5, decisive=broken, kind="binary",
+                       support=[cut.decisive] if cut is not None and cut.decisive is not None else [],
                        cause="a compiled extension failed to import (quoted) and the start went no further: a binary "
                              "built against another torch / CUDA / Python")
     if exit_code in SIGKILL_EXIT_CODES and not self_kill:

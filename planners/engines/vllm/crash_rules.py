@@ -109,8 +109,24 @@ RULES: tuple[CrashRule, ...] = (
     # Its Model Runner V2 gate (vllm/config/vllm.py _validate_v2_model_runner): "VLLM_USE_V2_MODEL_RUNNER does not yet
     # support: hybrid/mamba models" (a pydantic "Value error" line), "Model Runner V2 requires Triton."
     # (intel/intel-xpu-backend-for-triton#7158, vllm-project/vllm#57684).
+    # The same gate refusing a speculative method ("Model Runner V2 does not yet support: ngram/ngram_gpu speculative
+    # decoding", intel/intel-xpu-backend-for-triton#7166): the drafter setting is what to change.
+    CrashRule("mrv2_speculative", "speculative_config_invalid",
+              _r(r"(?:VLLM_USE_V2_MODEL_RUNNER|Model ?Runner ?V2|MRV2) does not (?:yet )?support:? ([^\n\[]{0,80}"
+                 r"(?:speculat|eagle|mtp|ngram|draft|medusa)[^\n\[]{0,60})"),
+              80, 0.85, "vLLM's Model Runner V2 does not yet support this speculative decoding ({0}): run without "
+              "VLLM_USE_V2_MODEL_RUNNER=1 or with another drafter"),
+    # Its kernel chooser for quantized linear layers (vllm/model_executor/layers/quantization/kernels/
+    # mixed_precision/__init__.py choose_mp_linear_kernel, scaled_mm/ likewise): "Failed to find a kernel that can
+    # implement the WNA16 linear layer. Reasons: ... MarlinLinearKernel requires capability 80, current compute
+    # capability is 75" (vllm-project/vllm#30602): no kernel of this quantization runs on this GPU.
+    CrashRule("quant_kernel_none", "quantization_unsupported",
+              _r(r"Failed to find a kernel that can implement the ([\w ]{1,40}) linear layer"), 80, 0.85,
+              "no kernel of this vLLM runs the checkpoint's {0} quantization on this GPU (each needs a newer compute "
+              "capability)", kind="gpu"),
     CrashRule("mrv2_unsupported", "bad_argument",
-              _r(r"VLLM_USE_V2_MODEL_RUNNER does not yet support:? ([^\n\[]{1,120})|Model Runner V2 requires (\w{1,40})"),
+              _r(r"(?:VLLM_USE_V2_MODEL_RUNNER|Model ?Runner ?V2|MRV2) does not yet support:? ([^\n\[]{1,120})"
+                 r"|Model Runner V2 requires (\w{1,40})"),
               78, 0.85, "vLLM's Model Runner V2 does not yet support {0}{1}: run without VLLM_USE_V2_MODEL_RUNNER=1",
               kind="v1_feature"),
     CrashRule("v1_feature", "bad_argument",

@@ -1,0 +1,48 @@
+"""Rules for what the libraries around an engine print when a start fails: Ray's memory monitor, the Hub clients'
+download checks, Python's enum, transformers' GGUF loader, torch's op namespace.
+
+Engines are launched inside these (Ray actors for RL frameworks, the Hub clients for downloads) and their messages
+reach the engine's log unchanged, so they are engine-neutral. Sources, each the library's own text:
+- Ray's memory monitor (the raylet kills a worker before the kernel's OOM killer does, and points at its docs page
+  ray-core/scheduling/ray-oom-prevention: ray-project/ray doc/source/ray-core/scheduling/ray-oom-prevention.rst),
+  as in TideDra/lmm-r1#71;
+- huggingface_hub's download check (file_download.py: "Consistency check failed: file should be of size X but has
+  size Y (name)"), huggingface/huggingface_hub#2779; modelscope's FileIntegrityError ("... integrity check failed,
+  expected sha256 signature is ..., the download may be incomplete"), vllm-project/vllm#13962;
+- Python's ``enum``: ``ValueError: 'x' is not a valid LoadFormat`` (Lib/enum.py ``EnumType.__call__``) for a setting
+  whose values are an enum, as verl passed to SGLang (verl-project/verl#1068);
+- transformers' GGUF loader (modeling_gguf_pytorch_utils.py ``load_gguf_checkpoint``): "GGUF model with architecture
+  qwen3 is not supported yet." until a newer transformers maps it (sgl-project/sglang#6281);
+- torch's op namespace without an op the engine's compiled extension should have registered: "'_OpNamespace' '_C'
+  object has no attribute 'gptq_marlin_repack'" (vllm-project/vllm#19727 on ROCm; vllm-project/vllm#5501 after a
+  failed import); which category it is depends on what else the tail says (``bot/diagnose/ops.py``).
+Patterns are linear-time: bounded gaps, no nested quantifiers.
+"""
+
+from __future__ import annotations
+
+from bot.diagnose.types import Rule, r
+
+LIBRARY_RULES: tuple[Rule, ...] = (
+    Rule("ray_memory_monitor", "host_oom_killed",
+         r(r"ray-oom-prevention|Task was killed due to the node running low on memory|ray\.exceptions\."
+           r"OutOfMemoryError|which exceeds the memory usage threshold of"), 74, 0.8,
+         "Ray's memory monitor killed the engine's worker: the host's RAM ran out", any_level=True),
+    Rule("download_incomplete", "model_files_missing_or_corrupt",
+         r(r"Consistency check failed: file should be of size \d{1,20} but has size \d{1,20}(?: \(([^)\n]{1,200})\))?"
+           r"|FileIntegrityError|integrity check failed|the download may be incomplete"), 76, 0.8,
+         "a downloaded model file is incomplete or corrupt (its size or checksum does not match){0}", kind="corrupt",
+         any_level=True),
+    Rule("enum_value_invalid", "bad_argument",
+         r(r"'([^'\n]{1,80})' is not a valid ([A-Z][A-Za-z0-9]{1,60})\b"), 64, 0.7,
+         "'{0}' is not one of the values {1} accepts: a setting was given a value this engine version does not know",
+         kind="value"),
+    Rule("gguf_architecture_unknown", "transformers_too_old",
+         r(r"GGUF model with architecture ([\w.-]{1,60}) is not supported yet"), 76, 0.75,
+         "the installed transformers cannot read a GGUF file of architecture {0} (its GGUF loader predates it)",
+         unsure=("unsupported_architecture",)),
+    Rule("extension_op_missing", "missing_dependency",
+         r(r"_OpNamespace'? '?[\w.]{1,80}'? object has no attribute '(\w{1,80})'|No such operator ([\w:]{1,120})"),
+         62, 0.6, "the engine's compiled extension has no op {0}{1}: a build for another platform, torch or CUDA",
+         kind="binary", any_level=True),
+)
