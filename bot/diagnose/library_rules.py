@@ -31,7 +31,7 @@ LIBRARY_RULES: tuple[Rule, ...] = (
     Rule("download_incomplete", "model_files_missing_or_corrupt",
          r(r"Consistency check failed: file should be of size \d{1,20} but has size \d{1,20}(?: \(([^)\n]{1,200})\))?"
            r"|FileIntegrityError|integrity check failed|the download may be incomplete"), 76, 0.8,
-         "a downloaded model file is incomplete or corrupt (its size or checksum does not match){0}", kind="corrupt",
+         "a downloaded model file is incomplete or corrupt (its size or checksum does not match) ({0})", kind="corrupt",
          any_level=True),
     Rule("enum_value_invalid", "bad_argument",
          r(r"'([^'\n]{1,80})' is not a valid ([A-Z][A-Za-z0-9]{1,60})\b"), 64, 0.7,

@@ -147,6 +147,24 @@ def _prepare(log_tail: str) -> list[LogLine]:
 # --------------------------------------------------------------------------------------------- matching
 
 
+#: A message wrapped onto the next line: the line ends mid-sentence and the next goes on in lower case.
+_ENDS_SENTENCE = re.compile(r"[.!?:;\])}\"'>]$")
+_GOES_ON = re.compile(r"^[a-z]")
+
+
+def _continued(lines: list[LogLine], pos: int) -> str | None:
+    """The line at ``pos`` joined with the next when the next continues its message (pydantic's "Value error, ..."
+    wrapped by a terminal or a paste: "... has model type `x`" / "but Transformers does not recognize ...")."""
+    if pos + 1 >= len(lines):
+        return None
+    following = lines[pos + 1]
+    if not following.text or following.code or following.level is not None or _ENDS_SENTENCE.search(lines[pos].text) \
+            or not _GOES_ON.match(following.text) or following.raw.strip() != following.text \
+            or GENERIC_ERROR.search(following.text):
+        return None  # a line of its own: a prefix, a frame, an error, or the previous line was complete
+    return f"{lines[pos].text} {following.text}"
+
+
 def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> list[_Hit]:
     """Every rule hit, skipping source lines and lines already understood as healthy (``routine``)."""
     hits: list[_Hit] = []
@@ -154,11 +172,15 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
         if not line.text or line.code or pos in routine:
             continue
         quiet = line.level in ("DEBUG", "INFO", "WARNING")
+        joined = _continued(lines, pos)
         for rule in rules:
             if quiet and not rule.any_level:
                 continue
-            match = rule.pattern.search(line.text)
-            if match is None or (rule.exclude is not None and rule.exclude.search(line.text)):
+            text = line.text
+            match = rule.pattern.search(text)
+            if match is None and joined is not None:
+                text, match = joined, rule.pattern.search(joined)
+            if match is None or (rule.exclude is not None and rule.exclude.search(text)):
                 continue
             if rule.context is not None and not any(
                     rule.context.search(other.text) for other in lines[max(0, pos - CONTEXT_LINES):pos]):
@@ -322,8 +344,9 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     # An unrecognised crash: where it was raised and what its lines say (and whether the plan drafts).
     place(finding, lines, structure, speculative=bool(plan and plan.speculative not in (None, "none")))
     _oom_by_milestone(finding, lines, structure)
+    # (Ray's memory monitor kills the actor, and the job then exits 1: its own message is the proof.)
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \
-            and exit_code != 0:
+            and exit_code != 0 and finding.rule != "ray_memory_monitor":
         finding.confidence = min(finding.confidence, 0.45)
     finding.structure = structure
     place_missing_op(finding, lines)

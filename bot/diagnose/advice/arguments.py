@@ -52,6 +52,11 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                         ": lower --tensor-parallel-size x --pipeline-parallel-size to the GPUs visible")
                      + ", or give the container/pod that many (CUDA_VISIBLE_DEVICES, nvidia.com/gpu, the Ray cluster)")
         return steps, None
+    elif f.match is not None and f.rule == "enum_value_invalid":
+        steps.append(f"'{f.match.group(1)}' is not a {f.match.group(2)} this build knows (the values are an enum of "
+                     f"the installed release): pick one the engine's --help lists for that setting, or upgrade the "
+                     f"engine if the value is newer than the build; a framework that launches the engine (verl, "
+                     f"OpenRLHF) may be passing it")
     elif f.match is not None and f.rule == "argparse_invalid":
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
     else:

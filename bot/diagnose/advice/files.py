@@ -16,6 +16,10 @@ def advise_hub(f: Finding, s: PlanView) -> Advice:
     if f.kind == "gated":
         steps.append("the model is gated on the Hub: download it once with an authorised token into the host's "
                      "models folder (deploybot serves local folders)")
+    outage = re.search(r"\b(5\d\d) Server Error", f.decisive.text if f.decisive else "")
+    if outage:
+        steps.append(f"the Hub itself answered {outage.group(1)} (an outage or a gateway timeout on its side, not "
+                     f"this host's network): retry later, or serve a local copy so a start never depends on the Hub")
     path = s.plan.model_path if s.plan else None
     if path and not path.startswith("/"):
         steps.append(f"the model path '{path}' is not a local folder, so the engine went to the Hub: use the "
@@ -23,6 +27,8 @@ def advise_hub(f: Finding, s: PlanView) -> Advice:
     elif path:
         steps.append(f"launch from the local folder {path} with HF_HUB_OFFLINE=1 so the engine never calls the Hub "
                      f"(the tokenizer or a remote-code file may still have pointed at a repo id)")
+    elif outage:
+        steps.append("pass the local model folder (absolute path) and set HF_HUB_OFFLINE=1")
     else:
         steps.append("pass the local model folder (absolute path) and set HF_HUB_OFFLINE=1; the host has no "
                      "(allowed) route to huggingface.co")
@@ -39,6 +45,12 @@ def advise_files(f: Finding, s: PlanView) -> Advice:
     if "HeaderTooLarge" in text:
         steps.append("a .safetensors file is not a real shard (typically a git-lfs pointer of a few hundred "
                      "bytes): fetch the real files (`git lfs pull`) or download again")
+    elif re.search(r"Consistency check failed|integrity check failed|FileIntegrityError|download may be incomplete",
+                   text):
+        steps.append("a downloaded file does not match the size or checksum the hub lists: delete it and download "
+                     "the model once, from one process (`huggingface-cli download --force-download` / `modelscope "
+                     "download`), into a local folder; several ranks downloading the same files at once is a "
+                     "common cause")
     elif re.search(r"MetadataIncompleteBuffer|incomplete metadata|unexpected EOF|failed reading zip", text):
         steps.append("a shard is truncated (an interrupted download or copy): download it again and compare "
                      "checksums with the source")

@@ -84,7 +84,13 @@ def advise_nccl(f: Finding, s: PlanView) -> Advice:
 
 
 def advise_host_oom(f: Finding, s: PlanView) -> Advice:
-    steps = ["check the host's kernel log: `dmesg -T | grep -i -E 'killed process|out of memory'`"]
+    if f.rule == "ray_memory_monitor":
+        # Ray's raylet, not the kernel, killed it: dmesg shows nothing; its threshold and the actors per node do.
+        steps = ["Ray's memory monitor killed the worker when the node's RAM passed RAY_memory_usage_threshold "
+                 "(0.95 by default): fewer engine actors or other tasks per node, more RAM, or a higher threshold; "
+                 "`ray memory` / the dashboard shows who held it"]
+    else:
+        steps = ["check the host's kernel log: `dmesg -T | grep -i -E 'killed process|out of memory'`"]
     if s.facts and s.facts.ram_total_bytes:
         available = f", {gib(s.facts.ram_available_bytes)} available now" if s.facts.ram_available_bytes else ""
         steps.append(f"{s.facts.host} has {gib(s.facts.ram_total_bytes)} of RAM{available}")
