@@ -205,3 +205,39 @@ def test_engine_args_refusing_a_hyphenated_keyword_names_it():
     result = diagnose(log, exit_code=1)
     assert result.category == "bad_argument"
     assert "reasoning-parser" in result.cause
+
+
+def _hard_wrapped(log: str, width: int) -> str:
+    out: list[str] = []
+    for line in log.split("\n"):
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_log_copied_from_a_console_that_hard_wraps_is_read_whole(width):
+    # vLLM's KV-cache check (vllm/v1/core/kv_cache_utils.py) and a worker's traceback, as an 80/120-column console
+    # copies them: the decisive sentence is cut mid-word
+    log = """\
+(EngineCore_DP0 pid=2211) ERROR 09-14 08:00:00 [core.py:708] EngineCore failed to start.
+(EngineCore_DP0 pid=2211) ERROR 09-14 08:00:00 [core.py:708] Traceback (most recent call last):
+(EngineCore_DP0 pid=2211) ERROR 09-14 08:00:00 [core.py:708]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", line 699, in check_enough_kv_cache_memory
+(EngineCore_DP0 pid=2211) ERROR 09-14 08:00:00 [core.py:708]     raise ValueError(
+(EngineCore_DP0 pid=2211) ERROR 09-14 08:00:00 [core.py:708] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.31 GiB). Based on the available memory, the estimated maximum model length is 76208. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+"""
+    assert diagnose(log, exit_code=1).category == "kv_cache_insufficient"
+    result = diagnose(_hard_wrapped(log, width), exit_code=1)
+    assert result.category == "kv_cache_insufficient"
+    assert "larger than the available KV cache memory" in result.evidence[0].text
+
+
+def test_lines_that_only_happen_to_share_a_length_are_not_joined():
+    # two different 61-character lines (no console width, fewer than three): kept apart, the crash named from each
+    first = "INFO 09-14 08:00:00 [loader.py:1] Loading weights took 12.3 s"
+    second = "INFO 09-14 08:00:01 [gpu_model_runner.py:1] Model loading ok."
+    assert len(first) == len(second) == 61
+    log = f"{first}\n{second}\nRuntimeError: NCCL error: unhandled system error\n"
+    assert diagnose(log, exit_code=1).category == "nccl_error"

@@ -38,6 +38,7 @@ from bot.diagnose.ops import place_missing_op
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
     CONTEXT_LINES,
+    ERROR_SHAPED,
     GENERIC_ERROR,
     OOM,
     OOM_BY_PHASE,
@@ -120,11 +121,53 @@ def _newest_first(lines: list[LogLine], stamps: list[tuple[str, str] | None]) ->
     return upside_down > upright
 
 
+#: A terminal or web console that hard-wraps at its width leaves lines of exactly that many characters, none longer.
+_MIN_WRAP_WIDTH = 60
+_MIN_WRAPPED_LINES = 3
+#: Console widths people leave at their default: two lines of exactly one of these are enough.
+_CONSOLE_WIDTHS = frozenset({80, 100, 120, 132, 150, 160, 180, 200, 220, 240, 250, 256})
+
+
+#: How a line that is a record of its own begins (never the rest of a wrapped one): a traceback's header or frame.
+_RECORD_START = re.compile(r'^\s*(?:File "|Traceback \(|During handling|The above exception)')
+
+
+def _new_record(raw: str) -> bool:
+    """A line that begins a log record (a level, a timestamp, a traceback part), so it cannot be a wrapped rest."""
+    norm = normalize_line(raw)
+    return norm.level is not None or norm.timestamp is not None or bool(_RECORD_START.match(norm.text))
+
+
+def _unwrapped(raw_lines: list[str]) -> list[tuple[int, str]]:
+    """(line number of the first piece, the line) with a hard-wrapped log's pieces joined again: when at least three
+    different lines share the longest length (>= 60; two for a common console width), the log was copied from a
+    console of that width, and each line of exactly that width goes on in the next one."""
+    numbered = list(enumerate(raw_lines, start=1))
+    width = max((len(raw) for raw in raw_lines), default=0)
+    at_width = len({raw for raw in raw_lines if len(raw) == width})
+    if width < _MIN_WRAP_WIDTH or at_width < (2 if width in _CONSOLE_WIDTHS else _MIN_WRAPPED_LINES):
+        return numbered
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, raw in numbered:
+        if pending is not None and _new_record(raw):
+            out.append(pending)  # the next line starts a record of its own: the long one was whole
+            pending = None
+        if pending is not None:
+            number, raw = pending[0], pending[1] + raw
+        pending = (number, raw) if len(raw) % width == 0 and raw else None
+        if pending is None:
+            out.append((number, raw))
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
 def _prepare(log_tail: str) -> list[LogLine]:
     """The tail's lines in time order, normalised, with traceback source lines marked."""
     lines: list[LogLine] = []
     stamps: list[tuple[str, str] | None] = []
-    for number, raw in enumerate(_split(log_tail), start=1):
+    for number, raw in _unwrapped(_split(log_tail)):
         norm = normalize_line(raw)
         lines.append(LogLine(number=number, raw=raw, text=norm.text, level=norm.level))
         stamps.append(norm.timestamp)
@@ -150,6 +193,8 @@ def _prepare(log_tail: str) -> list[LogLine]:
 #: A message wrapped onto the next line: the line ends mid-sentence and the next goes on in lower case.
 _ENDS_SENTENCE = re.compile(r"[.!?:;\])}\"'>]$")
 _GOES_ON = re.compile(r"^[a-z]")
+#: A program naming itself at the start of its line ("slurmstepd-gpu07: error: ...", "python[42]: ..."): a record.
+_PROGRAM_PREFIX = re.compile(r"^[\w.-]{1,60}(?:\[\d{1,10}\])?: ")
 
 
 def _continued(lines: list[LogLine], pos: int) -> str | None:
@@ -159,9 +204,9 @@ def _continued(lines: list[LogLine], pos: int) -> str | None:
         return None
     following = lines[pos + 1]
     if not following.text or following.code or following.level is not None or _ENDS_SENTENCE.search(lines[pos].text) \
-            or not _GOES_ON.match(following.text) or following.raw.strip() != following.text \
-            or GENERIC_ERROR.search(following.text):
-        return None  # a line of its own: a prefix, a frame, an error, or the previous line was complete
+            or not _GOES_ON.match(following.text) or ERROR_SHAPED.search(following.text) \
+            or _PROGRAM_PREFIX.match(following.text):
+        return None  # a line of its own: a level of its own, a frame, an error, or the previous line was complete
     return f"{lines[pos].text} {following.text}"
 
 
