@@ -41,6 +41,18 @@ LIBRARY_RULES: tuple[Rule, ...] = (
          r(r"GGUF model with architecture ([\w.-]{1,60}) is not supported yet"), 76, 0.75,
          "the installed transformers cannot read a GGUF file of architecture {0} (its GGUF loader predates it)",
          unsure=("unsupported_architecture",)),
+    # A launcher that embeds Python (ai-dynamo/dynamo's dynamo-run, a Rust binary) and could not import the engine:
+    # "Failed to import python 'vllm' module. Are we running in the correct venv?" (ai-dynamo/dynamo#441).
+    Rule("engine_package_unimportable", "missing_dependency",
+         r(r"Failed to import python '([\w.]{1,80})' module"), 72, 0.8,
+         "the launcher could not import the engine's Python package '{0}' (a broken or mismatched install, or the "
+         "wrong virtualenv)", kind="module", any_level=True),
+    # vLLM's V0 worker naming the method that failed; the KV-cache setup (the cache blocks' check or their
+    # allocation) is all initialize_cache does, when the tail lost the error itself (OpenRLHF/OpenRLHF#336).
+    Rule("kv_setup_method_failed", "kv_cache_insufficient",
+         r(r"Error executing method '?(initialize_cache|determine_num_available_blocks)\b"), 26, 0.45,
+         "the worker failed in {0}, the KV-cache setup; its own error is not in this tail",
+         unsure=("gpu_oom_weights",)),
     Rule("extension_op_missing", "missing_dependency",
          r(r"_OpNamespace'? '?[\w.]{1,80}'? object has no attribute '(\w{1,80})'|No such operator ([\w:]{1,120})"),
          62, 0.6, "the engine's compiled extension has no op {0}{1}: a build for another platform, torch or CUDA",

@@ -34,7 +34,7 @@ from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
 from bot.diagnose.areas import error_shaped_end, place
 from bot.diagnose.health import healthy_diagnosis, read_health
-from bot.diagnose.ops import place_missing_op
+from bot.diagnose.ops import place_missing_op, place_missing_platform
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
     CONTEXT_LINES,
@@ -395,6 +395,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         finding.confidence = min(finding.confidence, 0.45)
     finding.structure = structure
     place_missing_op(finding, lines)
+    place_missing_platform(finding, lines)
     engine_too_old(finding, setup, lines)
     import_behind_inspection(finding, lines)
     finding.alternatives = _alternatives(finding, hits, structure)

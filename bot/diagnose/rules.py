@@ -195,7 +195,9 @@ RULES: tuple[Rule, ...] = (
     # compute capability less than CUDA device capability: 121", a wheel built without sm_121; vllm-project/vllm#9419
     # for 75).
     Rule("kernel_not_compiled_for_gpu", "cuda_arch_or_driver",
-         _r(r"CUDA error: invalid device function|cudaErrorInvalidDeviceFunction"
+         # (ROCm's HIP says it the same way: "HIP error: invalid device function", hipErrorNoBinaryForGpu)
+         _r(r"(?:CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction"
+            r"|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
             r"|No compiled (\w{1,60}) for a compute capability less than CUDA device capability: ?(\d{2,3})"), 78, 0.8,
          "the engine's compiled kernels ({0}) do not cover this GPU's architecture ({1})", kind="arch",
          unsure=("quantization_unsupported",)),
@@ -254,7 +256,10 @@ RULES: tuple[Rule, ...] = (
     Rule("nccl_error", "nccl_error",
          _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
             r"|DistBackendError|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
-            r"|timed? ?out|unreachable)"),
+            r"|timed? ?out|unreachable)"
+            # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)",
+            # "DIST call hccl api failed" (vllm-project/vllm-ascend#2712)
+            r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
     # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers

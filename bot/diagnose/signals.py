@@ -107,6 +107,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"Could not find CUDA (?:toolkit|installation)|CUDA toolkit (?:not found|is not installed)"
            r"|CUDA_HOME=?\S{0,200} does not exist|No CUDA runtime is found"), 78, 0.8,
          "a JIT build needs the CUDA toolkit, which was not found", kind="nvcc"),
+    # A JIT build that could not start or finish for another reason, in the kernel library's own words
+    # ("FlashInfer failed to JIT-compile: ninja (build tool) not found", unslothai/unsloth#4541).
+    Rule("jit_could_not_build", "jit_compile_failure",
+         r(r"failed to JIT[- ]compile(?:: ([^\n]{1,160}))?|\b(ninja|nvcc|gcc|g\+\+) \(build tool\) not found"), 74, 0.8,
+         "a kernel's JIT build could not run: {0}{1}", kind="build"),
     # Triton could not fit a kernel into this GPU (shared memory / registers): the kernel's configuration, not OOM.
     Rule("triton_out_of_resources", "jit_compile_failure",
          r(r"OutOfResources: out of resource: (\w{1,40})"), 72, 0.7,
@@ -171,11 +176,14 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): cannot open shared object file"), 76, 0.8,
          "the NVIDIA driver's library {0} cannot be loaded: no driver (or not mounted into the container)",
          kind="driver"),
-    # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py).
-    Rule("triton_fp8_arch", "quantization_unsupported",
-         r(r"type (fp8\w{1,10}) not supported in this architecture"), 80, 0.8,
-         "this GPU's architecture has no {0}: FP8 checkpoints need compute capability 8.9+ here", kind="gpu",
-         unsure=("cuda_arch_or_driver",)),
+    # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py;
+    # "fp8e4nv data type is not supported on CUDA arch < 89", triton/language/core.py). The taxonomy files "FP8 on
+    # sm86" under cuda_arch_or_driver: the GPU's architecture lacks the type, whatever the checkpoint.
+    Rule("triton_fp8_arch", "cuda_arch_or_driver",
+         r(r"type (fp8\w{1,10}) not supported in this architecture|(fp8e4nv|fp8e5|fp8e4b15) data type is not "
+           r"supported on CUDA arch < ?\d{2,3}"), 80, 0.8,
+         "this GPU's architecture has no {0}{1}: FP8 needs compute capability 8.9+", kind="capability",
+         unsure=("quantization_unsupported",), any_level=True),
     Rule("quant_not_on_this_gpu", "quantization_unsupported",
          r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|w8a8|w4a8|int8|int4|modelopt|compressed[-_]tensors|bitsandbytes)\b"
            r"[^\n]{0,120}\b(?:not supported|unsupported|requires?)\b[^\n]{0,40}\b(?:this|the current|your|current)"

@@ -126,7 +126,11 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        frames=r"cuda_graph_runner|capture_model|capture_one_batch|cudagraph|graph_capture", depth=12),
     _s("arguments_frames", "bad_argument", _CONFIG_ERRORS, 54, 0.65,
        "the engine rejected a combination of its arguments ({0})",
-       frames=r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", depth=3),
+       # vllm/config/ also holds run-time helpers (get_layers_from_vllm_config looking a layer up): only its
+       # checks are the arguments' (kaito-project/kaito#1956 was a KeyError of the helper, an engine bug)
+       frames=r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config(?:/\w{1,40})?\.py "
+              r"(?:__post_init__|_?verify\w{0,40}|_?validate\w{0,40}|_?check\w{0,40}|__init__|create_\w{0,30}config"
+              r"|_?set_\w{0,40}|try_verify\w{0,30})\b", depth=3),
     _s("speculative_enabled", "speculative_config_invalid", r"^(?:AttributeError|NotImplementedError"
        r"|AssertionError)$", 48, 0.5, "the crash ({0}) struck with speculative decoding (MTP/EAGLE) on; the drafter "
        "is the usual trigger", tail=r"--speculative[-_](?:algorithm|config|model)|speculative_config=\{|"

@@ -111,6 +111,19 @@ RULES: tuple[CrashRule, ...] = (
     # (intel/intel-xpu-backend-for-triton#7158, vllm-project/vllm#57684).
     # The same gate refusing a speculative method ("Model Runner V2 does not yet support: ngram/ngram_gpu speculative
     # decoding", intel/intel-xpu-backend-for-triton#7166): the drafter setting is what to change.
+    # The memory profile leaving nothing for the KV cache: vllm/v1/worker/gpu_worker.py logs "Available KV cache memory:
+    # %.2f GiB" at INFO, negative when weights and activations took more than --gpu-memory-utilization allows
+    # (vllm-project/vllm-ascend#9372); the error that follows may be cut from the tail.
+    CrashRule("kv_budget_negative", "kv_cache_insufficient",
+              _r(r"Available KV cache memory: (-\d[\d.]{0,10}) ?GiB"), 72, 0.75,
+              "the weights and activations took more than --gpu-memory-utilization allows: {0} GiB left for the KV "
+              "cache", any_level=True),
+    # A model class that supports only some versions of its family (vllm/model_executor/models/minicpmv.py:
+    # "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: (4, 5)"): this vLLM predates the
+    # checkpoint's version.
+    CrashRule("model_version_unsupported", "unsupported_architecture",
+              _r(r"\b(\w{2,40}) only supports versions? \d[\d., and]{0,80}"), 74, 0.75,
+              "this engine version's {0} implementation does not support the checkpoint's model version"),
     CrashRule("mrv2_speculative", "speculative_config_invalid",
               _r(r"(?:VLLM_USE_V2_MODEL_RUNNER|Model ?Runner ?V2|MRV2) does not (?:yet )?support:? ([^\n\[]{0,80}"
                  r"(?:speculat|eagle|mtp|ngram|draft|medusa)[^\n\[]{0,60})"),
