@@ -2,12 +2,14 @@
 
     .venv/bin/python bench/diagnose_eval.py [--confusions]
 
-Prints, for each split (``tests/crashcorpus.py``): logs, category accuracy, false alarms (a healthy log called a
-crash), crashes called healthy, the decisive-line hit rate (the first evidence line holds the file's ``decisive``
-text, where the file gives one), and a per-category table (support, predicted, precision, recall). ``--confusions``
-lists the dev logs whose category is wrong (expected -> got, with the cause) and, for every split, how many
-logs of each category got each wrong verdict (counts only). Held-out, blind and fresh logs are only
-counted: their names and content are never printed, so those figures stay measurements on logs nobody tuned against.
+Prints, for each split (``tests/crashcorpus.py``): logs, category accuracy from the log alone and again with the
+launch command the corpus gives for some logs (what the bot always knows of its own launches), false alarms (a
+healthy log called a crash), crashes called healthy, the decisive-line hit rate (the first evidence line holds the
+file's ``decisive`` text, where the file gives one), and a per-category table (support, predicted, precision,
+recall). ``--confusions`` lists the dev logs whose category is wrong (expected -> got, with the cause) and, for
+every split, how many logs of each category got each wrong verdict (counts only). Held-out, blind and fresh logs are
+only counted: their names and content are never printed, so those figures stay measurements on logs nobody tuned
+against.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from bot.diagnose import diagnose  # noqa: E402
 from tests.crashcorpus import Split, corpus  # noqa: E402
 
 
-def score(split: Split) -> dict:
+def score(split: Split, with_command: bool = False) -> dict:
     rows = []
     for name, entry in corpus(split):
-        result = diagnose(entry["log"])
+        command = entry.get("launch_command") if with_command else None
+        result = diagnose(entry["log"], command=command)
         decisive = entry.get("decisive")
         hit = None if not decisive else bool(result.evidence) and decisive in result.evidence[0].text
         rows.append((name, entry["category"], result.category, hit, result.cause, result.confidence))
@@ -80,6 +83,13 @@ def report(split: Split, confusions: bool) -> float:
     print(f"{split}_crashes_called_healthy: {missed}")
     if hits:
         print(f"{split}_decisive_line_hits: {sum(hits) / len(hits):.3f} ({sum(hits)}/{len(hits)})")
+    with_command = score(split, with_command=True)["rows"]
+    right_with = sum(expected == got for _, expected, got, *_ in with_command)
+    alarms_with = sum(expected == "none" and got != "none" for _, expected, got, *_ in with_command)
+    # As the bot diagnoses its own launches: it always knows the command line (the corpus has it for some logs).
+    print(f"{split}_category_accuracy_with_launch_command: {right_with / len(rows):.3f} ({right_with}/{len(rows)}, "
+          f"{sum(1 for _, entry in corpus(split) if entry.get('launch_command'))} logs have one; "
+          f"false alarms {alarms_with})")
     if split == "heldout":  # the first collection's fifth and the grown batch's fifth, apart as well
         for folder in ("collected", "grown"):
             part = [row for row in rows if row[0].startswith(folder + "/")]

@@ -5,9 +5,10 @@ shippers print a child's output, each diagnosed again and compared with the verd
 
 Unseen logs differ from the corpus less in what the engine says than in how it reached the reader: a Docker Compose
 service prefix, Kubernetes' RFC 3339 timestamps, Ray's actor tag, journald, a JSON log shipper, FastChat's relay of
-stdout at INFO, a Markdown indent, Windows line ends, a console that hard-wraps at its width. Each wrapper is applied to every line of every dev log (tests/
-crashcorpus.py ``dev``; judged splits are never touched); a verdict that changes is a rule keyed on a line's shape,
-not its content. ``--show N`` prints up to N changed verdicts (dev logs only) per wrapper.
+stdout at INFO, a Markdown indent, Windows line ends, a console that hard-wraps at its width. Each wrapper is
+applied to every line of every dev log (tests/crashcorpus.py ``dev``; judged splits are never touched); a verdict
+that changes is a rule keyed on a line's shape, not its content. ``--show N`` prints up to N changed verdicts (dev
+logs only) per wrapper.
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"deploybot diagnose: no such log file: {path} (give the path of a server log, e.g. one under the "
               f"host's log_dir, copied here)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    diagnosis = diagnose_file(path, engine=args.engine)
+    diagnosis = diagnose_file(path, engine=args.engine, exit_code=args.exit_code, command=args.launch_command)
     if args.json:
         _print_json(diagnosis.model_dump(mode="json"))
     else:
@@ -336,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("diagnose", help="diagnose a server log")
     p.add_argument("logfile")
     p.add_argument("--engine", choices=registry.names())
+    p.add_argument("--command", dest="launch_command",
+                   help="the command line that launched the engine, when known (e.g. sent with the log): tells "
+                        "whether it ran speculative decoding")
+    p.add_argument("--exit-code", type=int, help="the engine's exit status, when known (137: SIGKILL)")
     p.add_argument("--json", action="store_true")
 
     p = command("audit", help="print the audit trail")

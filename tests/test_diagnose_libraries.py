@@ -241,3 +241,34 @@ def test_lines_that_only_happen_to_share_a_length_are_not_joined():
     assert len(first) == len(second) == 61
     log = f"{first}\n{second}\nRuntimeError: NCCL error: unhandled system error\n"
     assert diagnose(log, exit_code=1).category == "nccl_error"
+
+
+def test_the_launch_command_tells_a_bare_type_error_struck_with_speculative_decoding():
+    # a speculative setting left unset reaching a comparison (vllm-project/vllm#55444): nothing in the log says MTP
+    log = "TypeError: '>' not supported between instances of 'NoneType' and 'int'\n"
+    assert diagnose(log, exit_code=1).category == "other"
+    command = ("vllm serve Qwen/Qwen3.6-35B-A3B --tensor-parallel-size 2 "
+               "--speculative-config '{\"method\": \"mtp\"}'")
+    result = diagnose(log, exit_code=1, command=command)
+    assert result.category == "speculative_config_invalid"
+    assert result.confidence <= 0.6  # a suspicion from the launch, not a message that names the drafter
+
+
+def test_the_cli_takes_the_command_and_the_exit_code(tmp_path, capsys):
+    from bot.cli import main
+
+    logfile = tmp_path / "engine.log"
+    logfile.write_text("TypeError: '>' not supported between instances of 'NoneType' and 'int'\n")
+    code = main(["diagnose", str(logfile), "--exit-code", "1", "--json", "--command",
+                 "python -m sglang.launch_server --model-path /m --speculative-algorithm NEXTN"])
+    out = capsys.readouterr().out
+    assert code == 1 and '"speculative_config_invalid"' in out
+
+
+def test_a_check_of_vllms_speculative_config_is_the_speculative_setup_not_the_arguments():
+    log = """\
+  File "/usr/local/lib/python3.12/dist-packages/vllm/config/speculative.py", line 512, in _verify_args
+    if self.num_speculative_tokens > self.max_num_new_tokens:
+TypeError: '>' not supported between instances of 'NoneType' and 'int'
+"""
+    assert diagnose(log, exit_code=1).category == "speculative_config_invalid"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.diagnose import diagnose, diagnosis_text
-from bot.diagnose.match import _prepare
+from bot.diagnose.reading import prepare as _prepare
 from bot.diagnose.structure import parse_structure
 from bot.models import EngineInstall, HostFacts, ModelFolder
 from tests.test_diagnose import _plan

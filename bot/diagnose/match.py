@@ -26,20 +26,19 @@ Every quoted line, the cause and the steps are redacted (``bot.redact``) before 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
-from bot.diagnose.areas import error_shaped_end, place
+from bot.diagnose.areas import SPECULATIVE_ON, error_shaped_end, place
 from bot.diagnose.health import healthy_diagnosis, read_health
 from bot.diagnose.ops import place_missing_op, place_missing_platform
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
     CONTEXT_LINES,
-    ERROR_SHAPED,
-    GENERIC_ERROR,
     OOM,
     OOM_BY_PHASE,
     OOM_MESSAGE_NOISE,
@@ -51,21 +50,20 @@ from bot.diagnose.rules import (
     SELF_KILL,
     Rule,
 )
+from bot.diagnose.reading import FRAME as _FRAME, continued, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
 from bot.diagnose.unknown import SIGKILL_EXIT_CODES, import_behind_inspection, unrecognised
 from bot.diagnose.version_check import engine_too_old
-from bot.logevents import LAUNCH_START, detect_engine_of, normalize_line
+from bot.logevents import detect_engine_of
 from bot.models import Diagnosis, HostFacts, LaunchPlan
 from bot.redact import redact
 from bot.tail import TAIL_BYTES, bound_text, read_tail
 
 __all__ = ["diagnose", "diagnose_file", "diagnosis_text"]
 
-_FRAME = re.compile(r'^File "')
 #: Lines that belong to a traceback without being frames: its header, chained-exception notes, elisions.
 _STACK_NOISE = re.compile(r"^Traceback \(most recent call last\)|^\.\.\.|^$")
-_CODE_START = re.compile(r"^(?:raise|assert)\b|^[~^\s]+$")
 _QUIET = ("DEBUG", "INFO", "WARNING")
 #: A competing category within this many priority points of the winner makes the verdict unsure between them.
 ALTERNATIVE_WINDOW = 12
@@ -86,128 +84,7 @@ class _Hit:
 #: it does not make the log healthy.
 KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", "cgroup_oom"})
 
-def _split(log_tail: str) -> list[str]:
-    lines = log_tail.replace("\r\n", "\n").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _newest_first(lines: list[LogLine], stamps: list[tuple[str, str] | None]) -> bool:
-    """A log pasted newest-first: timestamps mostly decrease, or tracebacks read upside down."""
-    earlier = later = 0
-    previous: tuple[str, str] | None = None
-    for stamp in stamps:
-        if stamp is None:
-            continue
-        if previous is not None and previous[0] == stamp[0] and previous[1] != stamp[1]:
-            if stamp[1] < previous[1]:
-                earlier += 1
-            else:
-                later += 1
-        previous = stamp
-    if earlier + later >= 2:
-        return earlier > later
-    # No usable clock: a traceback's header comes before its frames, its exception line after them.
-    upright = upside_down = 0
-    texts = [line.text for line in lines if line.text]
-    for i, text in enumerate(texts):
-        if text.startswith("Traceback (most recent call last)"):
-            upright += i + 1 < len(texts) and bool(_FRAME.match(texts[i + 1]))
-            upside_down += i > 0 and bool(_FRAME.match(texts[i - 1])) and not (
-                i + 1 < len(texts) and _FRAME.match(texts[i + 1]))
-        elif GENERIC_ERROR.search(text) and i + 1 < len(texts) and _FRAME.match(texts[i + 1]):
-            upside_down += 1
-    return upside_down > upright
-
-
-#: A terminal or web console that hard-wraps at its width leaves lines of exactly that many characters, none longer.
-_MIN_WRAP_WIDTH = 60
-_MIN_WRAPPED_LINES = 3
-#: Console widths people leave at their default: two lines of exactly one of these are enough.
-_CONSOLE_WIDTHS = frozenset({80, 100, 120, 132, 150, 160, 180, 200, 220, 240, 250, 256})
-
-
-#: How a line that is a record of its own begins (never the rest of a wrapped one): a traceback's header or frame.
-_RECORD_START = re.compile(r'^\s*(?:File "|Traceback \(|During handling|The above exception)')
-
-
-def _new_record(raw: str) -> bool:
-    """A line that begins a log record (a level, a timestamp, a traceback part), so it cannot be a wrapped rest."""
-    norm = normalize_line(raw)
-    return norm.level is not None or norm.timestamp is not None or bool(_RECORD_START.match(norm.text))
-
-
-def _unwrapped(raw_lines: list[str]) -> list[tuple[int, str]]:
-    """(line number of the first piece, the line) with a hard-wrapped log's pieces joined again: when at least three
-    different lines share the longest length (>= 60; two for a common console width), the log was copied from a
-    console of that width, and each line of exactly that width goes on in the next one."""
-    numbered = list(enumerate(raw_lines, start=1))
-    width = max((len(raw) for raw in raw_lines), default=0)
-    at_width = len({raw for raw in raw_lines if len(raw) == width})
-    if width < _MIN_WRAP_WIDTH or at_width < (2 if width in _CONSOLE_WIDTHS else _MIN_WRAPPED_LINES):
-        return numbered
-    out: list[tuple[int, str]] = []
-    pending: tuple[int, str] | None = None
-    for number, raw in numbered:
-        if pending is not None and _new_record(raw):
-            out.append(pending)  # the next line starts a record of its own: the long one was whole
-            pending = None
-        if pending is not None:
-            number, raw = pending[0], pending[1] + raw
-        pending = (number, raw) if len(raw) % width == 0 and raw else None
-        if pending is None:
-            out.append((number, raw))
-    if pending is not None:
-        out.append(pending)
-    return out
-
-
-def _prepare(log_tail: str) -> list[LogLine]:
-    """The tail's lines in time order, normalised, with traceback source lines marked."""
-    lines: list[LogLine] = []
-    stamps: list[tuple[str, str] | None] = []
-    for number, raw in _unwrapped(_split(log_tail)):
-        norm = normalize_line(raw)
-        lines.append(LogLine(number=number, raw=raw, text=norm.text, level=norm.level))
-        stamps.append(norm.timestamp)
-    if _newest_first(lines, stamps):
-        lines.reverse()
-    previous_text = ""
-    for line in lines:
-        if not line.text:
-            continue
-        line.code = (bool(_FRAME.match(previous_text)) or bool(_CODE_START.match(line.text))) \
-            and not GENERIC_ERROR.search(line.text)
-        previous_text = line.text
-    # Only the latest launch counts when a log holds several.
-    starts = [i for i, line in enumerate(lines) if LAUNCH_START.search(line.text)]
-    if len(starts) > 1:  # a single launch keeps its preamble (platform detection comes before the version line)
-        lines = lines[starts[-1]:]
-    return lines
-
-
 # --------------------------------------------------------------------------------------------- matching
-
-
-#: A message wrapped onto the next line: the line ends mid-sentence and the next goes on in lower case.
-_ENDS_SENTENCE = re.compile(r"[.!?:;\])}\"'>]$")
-_GOES_ON = re.compile(r"^[a-z]")
-#: A program naming itself at the start of its line ("slurmstepd-gpu07: error: ...", "python[42]: ..."): a record.
-_PROGRAM_PREFIX = re.compile(r"^[\w.-]{1,60}(?:\[\d{1,10}\])?: ")
-
-
-def _continued(lines: list[LogLine], pos: int) -> str | None:
-    """The line at ``pos`` joined with the next when the next continues its message (pydantic's "Value error, ..."
-    wrapped by a terminal or a paste: "... has model type `x`" / "but Transformers does not recognize ...")."""
-    if pos + 1 >= len(lines):
-        return None
-    following = lines[pos + 1]
-    if not following.text or following.code or following.level is not None or _ENDS_SENTENCE.search(lines[pos].text) \
-            or not _GOES_ON.match(following.text) or ERROR_SHAPED.search(following.text) \
-            or _PROGRAM_PREFIX.match(following.text):
-        return None  # a line of its own: a level of its own, a frame, an error, or the previous line was complete
-    return f"{lines[pos].text} {following.text}"
 
 
 def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> list[_Hit]:
@@ -217,7 +94,7 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
         if not line.text or line.code or pos in routine:
             continue
         quiet = line.level in ("DEBUG", "INFO", "WARNING")
-        joined = _continued(lines, pos)
+        joined = continued(lines, pos)
         for rule in rules:
             if quiet and not rule.any_level:
                 continue
@@ -314,12 +191,14 @@ def _unquiet_raised(lines: list[LogLine], structure: TailStructure) -> None:
             lines[exc.pos].level = None
 
 
-def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rules: tuple[Rule, ...]) -> list[_Hit]:
-    """Phrase-rule hits and structural hits (an exception explained by where it was raised)."""
+def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rules: tuple[Rule, ...],
+          launch: list[str]) -> list[_Hit]:
+    """Phrase-rule hits and structural hits (an exception explained by where it was raised; ``launch``: the command
+    line, which a structural rule's condition on the tail may also find, e.g. a speculative flag)."""
     quiet = {pos for pos, line in enumerate(lines) if line.level in _QUIET}
     found = _scan(lines, routine, rules)
-    found += [_Hit(rule, pos, match)
-              for rule, pos, match in structural_hits(structure, [line.text for line in lines], routine | quiet)]
+    texts = [line.text for line in lines] + launch
+    found += [_Hit(rule, pos, match) for rule, pos, match in structural_hits(structure, texts, routine | quiet)]
     return found
 
 
@@ -359,35 +238,19 @@ def _alternatives(finding: Finding, hits: list[_Hit], structure: TailStructure) 
     return out[:2]
 
 
-def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
-             plan: LaunchPlan | None = None, facts: HostFacts | None = None) -> Diagnosis:
-    """Name the cause of a crash from the end of its log; ``none`` for a healthy log, ``other`` when unrecognised.
+def _launch_text(command: str | None, plan: LaunchPlan | None) -> str | None:
+    """The command line that started the engine, as far as the caller knows it (a plan's argv, or a given command)."""
+    if command:
+        return command
+    return shlex.join(plan.argv) if plan is not None and plan.argv else None
 
-    ``log_tail`` is the bounded end of the log (see ``bot.tail``); ``exit_code`` the process's exit status when
-    known (137 / -9: SIGKILL); ``engine`` 'sglang' / 'vllm' when known (else read from the plan or the log).
-    With ``plan`` and ``facts`` the next steps carry this plan's numbers and ``fix`` is the changed plan.
-    """
-    # Bounded input before any rule runs: the last TAIL_BYTES characters, every line cut at MAX_LINE_CHARS.
-    lines = _prepare(bound_text(log_tail))
-    # The deployment's engine picks the engine-specific crash rules; a guess from the log's own lines only picks the
-    # advice's spelling (a wrong guess must not drop the other engine's rules).
-    deployed = engine or (plan.engine if plan else None)
-    engine = deployed or detect_engine_of((line.raw, line.text) for line in lines)
-    setup = PlanView(engine, plan, facts)
-    health = read_health(lines, engine)
-    structure = parse_structure(lines)
-    _unquiet_raised(lines, structure)
-    hits = _hits(lines, structure, health.routine, rules_for(deployed))
-    finding = _choose(lines, hits)
-    if finding is not None and finding.decisive is not None and exit_code in (None, 0):
-        if health.alive_pos > finding.pos and finding.category not in KILLED_FROM_OUTSIDE:
-            return healthy_diagnosis(lines, health, error=finding.decisive)
-    if finding is None:
-        finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
-    if finding is None:
-        return healthy_diagnosis(lines, health)
-    # An unrecognised crash: where it was raised and what its lines say (and whether the plan drafts).
-    place(finding, lines, structure, speculative=bool(plan and plan.speculative not in (None, "none")))
+
+def _refine(finding: Finding, lines: list[LogLine], structure: TailStructure, exit_code: int | None,
+            speculative: bool) -> None:
+    """What the rest of the tail and the launch say about the chosen finding: the area of an unrecognised crash, an
+    OOM's phase, a missing op's or platform's origin, an import behind an inspection."""
+    # An unrecognised crash: where it was raised and what its lines say (and whether the launch drafts).
+    place(finding, lines, structure, speculative=speculative)
     _oom_by_milestone(finding, lines, structure)
     # (Ray's memory monitor kills the actor, and the job then exits 1: its own message is the proof.)
     if finding.category == "host_oom_killed" and exit_code is not None and exit_code not in SIGKILL_EXIT_CODES \
@@ -396,8 +259,45 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     finding.structure = structure
     place_missing_op(finding, lines)
     place_missing_platform(finding, lines)
-    engine_too_old(finding, setup, lines)
     import_behind_inspection(finding, lines)
+
+
+def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
+             plan: LaunchPlan | None = None, facts: HostFacts | None = None,
+             command: str | None = None) -> Diagnosis:
+    """Name the cause of a crash from the end of its log; ``none`` for a healthy log, ``other`` when unrecognised.
+
+    ``log_tail`` is the bounded end of the log (see ``bot.tail``); ``exit_code`` the process's exit status when
+    known (137 / -9: SIGKILL); ``engine`` 'sglang' / 'vllm' when known (else read from the plan or the log).
+    With ``plan`` and ``facts`` the next steps carry this plan's numbers and ``fix`` is the changed plan.
+    ``command``: the command line that launched the engine when there is no plan (a log someone sent with the
+    command they ran); like a plan's argv it tells whether the launch ran speculative decoding.
+    """
+    # Bounded input before any rule runs: the last TAIL_BYTES characters, every line cut at MAX_LINE_CHARS.
+    lines = prepare(bound_text(log_tail))
+    # The deployment's engine picks the engine-specific crash rules; a guess from the log's own lines only picks the
+    # advice's spelling (a wrong guess must not drop the other engine's rules).
+    deployed = engine or (plan.engine if plan else None)
+    launch = _launch_text(command, plan)
+    engine = deployed or detect_engine_of([(line.raw, line.text) for line in lines]
+                                          + ([(launch, launch)] if launch else []))
+    setup = PlanView(engine, plan, facts)
+    health = read_health(lines, engine)
+    structure = parse_structure(lines)
+    _unquiet_raised(lines, structure)
+    hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
+    finding = _choose(lines, hits)
+    if finding is not None and finding.decisive is not None and exit_code in (None, 0):
+        if health.alive_pos > finding.pos and finding.category not in KILLED_FROM_OUTSIDE:
+            return healthy_diagnosis(lines, health, error=finding.decisive)
+    if finding is None:
+        finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
+    if finding is None:
+        return healthy_diagnosis(lines, health)
+    speculative = bool(plan and plan.speculative not in (None, "none")) \
+        or bool(launch and SPECULATIVE_ON.search(launch))
+    _refine(finding, lines, structure, exit_code, speculative)
+    engine_too_old(finding, setup, lines)
     finding.alternatives = _alternatives(finding, hits, structure)
     if finding.alternatives:
         finding.confidence = min(finding.confidence, 0.6)
@@ -416,7 +316,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
 
 
 def diagnose_file(path: str | Path, engine: str | None = None, *, exit_code: int | None = None,
-                  max_bytes: int = TAIL_BYTES) -> Diagnosis:
+                  max_bytes: int = TAIL_BYTES, command: str | None = None) -> Diagnosis:
     """Diagnose a log file from its tail only (never reads the whole file)."""
-    return diagnose(read_tail(path, max_bytes), exit_code=exit_code, engine=engine)
+    return diagnose(read_tail(path, max_bytes), exit_code=exit_code, engine=engine, command=command)
 

@@ -24,7 +24,8 @@ from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.unknown import BROKEN_EXTENSION
 
 #: Op names of the quantization kernels in vLLM's csrc/quantization and SGLang's sgl-kernel.
-_RUNTIME_MISSING = re.compile(r"libcudart\.so[\w.]{0,12}: cannot open shared object file|libcudart[\w.]{0,12} not found")
+_RUNTIME_MISSING = re.compile(r"libcudart\.so[\w.]{0,12}: cannot open shared object file"
+                              r"|libcudart[\w.]{0,12} not found")
 _QUANT_OP = re.compile(r"marlin|gptq|awq|fp8|fp4|mxfp|nvfp4|int8|int4|w8a8|w4a|scaled_mm|machete|cutlass_scaled"
                        r"|gguf|aqlm|squeezellm|allspark|exllama|bnb|quant", re.IGNORECASE)
 

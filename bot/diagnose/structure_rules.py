@@ -98,7 +98,9 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        unsure=("unsupported_architecture", "model_files_missing_or_corrupt")),
     _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7,
        "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
-       "version ({0})", frames=r"/speculative/|/spec_decode/|eagle|_mtp\b|mtp_|/spec_info|draft|nextn|medusa", depth=4,
+       "version ({0})",
+       frames=r"/speculative/|/spec_decode/|/speculative\.py|eagle|_mtp\b|mtp_|/spec_info|draft|nextn|medusa",
+       depth=4,
        exclude=r"out of memory"),
     _s("validation_speculative", "speculative_config_invalid", r"ValidationError$", 70, 0.8,
        "vLLM rejected the speculative-decoding configuration ({0})", message=r"\bfor SpeculativeConfig\b"),
@@ -131,8 +133,10 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        frames=r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config(?:/\w{1,40})?\.py "
               r"(?:__post_init__|_?verify\w{0,40}|_?validate\w{0,40}|_?check\w{0,40}|__init__|create_\w{0,30}config"
               r"|_?set_\w{0,40}|try_verify\w{0,30})\b", depth=3),
+    # (A TypeError too: a speculative setting left unset reaches a comparison as None, "'>' not supported between
+    # instances of 'NoneType' and 'int'", vllm-project/vllm#55444, sgl-project/sglang#22895.)
     _s("speculative_enabled", "speculative_config_invalid", r"^(?:AttributeError|NotImplementedError"
-       r"|AssertionError)$", 48, 0.5, "the crash ({0}) struck with speculative decoding (MTP/EAGLE) on; the drafter "
+       r"|AssertionError|TypeError)$", 48, 0.5, "the crash ({0}) struck with speculative decoding (MTP/EAGLE) on; the drafter "
        "is the usual trigger", tail=r"--speculative[-_](?:algorithm|config|model)|speculative_config=\{|"
        r"speculative_algorithm='(?:EAGLE|NEXTN|MTP)|speculative_config=SpeculativeConfig\(|'speculative_config': \{"),
 )

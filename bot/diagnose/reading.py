@@ -1,0 +1,138 @@
+"""The tail as the diagnoser reads it: lines in time order, without launcher prefixes, traceback source lines marked,
+a console's hard wraps joined again, and the next line when a message goes on there.
+
+``prepare(log_tail)`` is step 1 of ``bot.diagnose.match``; ``continued(lines, pos)`` gives the phrase rules a
+message a terminal or a paste wrapped onto two lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.diagnose.rules import ERROR_SHAPED, GENERIC_ERROR
+from bot.diagnose.types import LogLine
+from bot.logevents import LAUNCH_START, normalize_line
+
+FRAME = re.compile(r'^File "')
+_CODE_START = re.compile(r"^(?:raise|assert)\b|^[~^\s]+$")
+
+
+def _split(log_tail: str) -> list[str]:
+    lines = log_tail.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _newest_first(lines: list[LogLine], stamps: list[tuple[str, str] | None]) -> bool:
+    """A log pasted newest-first: timestamps mostly decrease, or tracebacks read upside down."""
+    earlier = later = 0
+    previous: tuple[str, str] | None = None
+    for stamp in stamps:
+        if stamp is None:
+            continue
+        if previous is not None and previous[0] == stamp[0] and previous[1] != stamp[1]:
+            if stamp[1] < previous[1]:
+                earlier += 1
+            else:
+                later += 1
+        previous = stamp
+    if earlier + later >= 2:
+        return earlier > later
+    # No usable clock: a traceback's header comes before its frames, its exception line after them.
+    upright = upside_down = 0
+    texts = [line.text for line in lines if line.text]
+    for i, text in enumerate(texts):
+        if text.startswith("Traceback (most recent call last)"):
+            upright += i + 1 < len(texts) and bool(FRAME.match(texts[i + 1]))
+            upside_down += i > 0 and bool(FRAME.match(texts[i - 1])) and not (
+                i + 1 < len(texts) and FRAME.match(texts[i + 1]))
+        elif GENERIC_ERROR.search(text) and i + 1 < len(texts) and FRAME.match(texts[i + 1]):
+            upside_down += 1
+    return upside_down > upright
+
+
+#: A terminal or web console that hard-wraps at its width leaves lines of exactly that many characters, none longer.
+_MIN_WRAP_WIDTH = 60
+_MIN_WRAPPED_LINES = 3
+#: Console widths people leave at their default: two lines of exactly one of these are enough.
+_CONSOLE_WIDTHS = frozenset({80, 100, 120, 132, 150, 160, 180, 200, 220, 240, 250, 256})
+
+
+#: How a line that is a record of its own begins (never the rest of a wrapped one): a traceback's header or frame.
+_RECORD_START = re.compile(r'^\s*(?:File "|Traceback \(|During handling|The above exception)')
+
+
+def _new_record(raw: str) -> bool:
+    """A line that begins a log record (a level, a timestamp, a traceback part), so it cannot be a wrapped rest."""
+    norm = normalize_line(raw)
+    return norm.level is not None or norm.timestamp is not None or bool(_RECORD_START.match(norm.text))
+
+
+def _unwrapped(raw_lines: list[str]) -> list[tuple[int, str]]:
+    """(line number of the first piece, the line) with a hard-wrapped log's pieces joined again: when at least three
+    different lines share the longest length (>= 60; two for a common console width), the log was copied from a
+    console of that width, and each line of exactly that width goes on in the next one."""
+    numbered = list(enumerate(raw_lines, start=1))
+    width = max((len(raw) for raw in raw_lines), default=0)
+    at_width = len({raw for raw in raw_lines if len(raw) == width})
+    if width < _MIN_WRAP_WIDTH or at_width < (2 if width in _CONSOLE_WIDTHS else _MIN_WRAPPED_LINES):
+        return numbered
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, raw in numbered:
+        if pending is not None and _new_record(raw):
+            out.append(pending)  # the next line starts a record of its own: the long one was whole
+            pending = None
+        if pending is not None:
+            number, raw = pending[0], pending[1] + raw
+        pending = (number, raw) if len(raw) % width == 0 and raw else None
+        if pending is None:
+            out.append((number, raw))
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def prepare(log_tail: str) -> list[LogLine]:
+    """The tail's lines in time order, normalised, with traceback source lines marked."""
+    lines: list[LogLine] = []
+    stamps: list[tuple[str, str] | None] = []
+    for number, raw in _unwrapped(_split(log_tail)):
+        norm = normalize_line(raw)
+        lines.append(LogLine(number=number, raw=raw, text=norm.text, level=norm.level))
+        stamps.append(norm.timestamp)
+    if _newest_first(lines, stamps):
+        lines.reverse()
+    previous_text = ""
+    for line in lines:
+        if not line.text:
+            continue
+        line.code = (bool(FRAME.match(previous_text)) or bool(_CODE_START.match(line.text))) \
+            and not GENERIC_ERROR.search(line.text)
+        previous_text = line.text
+    # Only the latest launch counts when a log holds several.
+    starts = [i for i, line in enumerate(lines) if LAUNCH_START.search(line.text)]
+    if len(starts) > 1:  # a single launch keeps its preamble (platform detection comes before the version line)
+        lines = lines[starts[-1]:]
+    return lines
+
+
+#: A message wrapped onto the next line: the line ends mid-sentence and the next goes on in lower case.
+_ENDS_SENTENCE = re.compile(r"[.!?:;\])}\"'>]$")
+_GOES_ON = re.compile(r"^[a-z]")
+#: A program naming itself at the start of its line ("slurmstepd-gpu07: error: ...", "python[42]: ..."): a record.
+_PROGRAM_PREFIX = re.compile(r"^[\w.-]{1,60}(?:\[\d{1,10}\])?: ")
+
+
+def continued(lines: list[LogLine], pos: int) -> str | None:
+    """The line at ``pos`` joined with the next when the next continues its message (pydantic's "Value error, ..."
+    wrapped by a terminal or a paste: "... has model type `x`" / "but Transformers does not recognize ...")."""
+    if pos + 1 >= len(lines):
+        return None
+    following = lines[pos + 1]
+    if not following.text or following.code or following.level is not None or _ENDS_SENTENCE.search(lines[pos].text) \
+            or not _GOES_ON.match(following.text) or ERROR_SHAPED.search(following.text) \
+            or _PROGRAM_PREFIX.match(following.text):
+        return None  # a line of its own: a level of its own, a frame, an error, or the previous line was complete
+    return f"{lines[pos].text} {following.text}"
