@@ -32,7 +32,8 @@ def score(split: Split, with_command: bool = False) -> dict:
         result = diagnose(entry["log"], command=command)
         decisive = entry.get("decisive")
         hit = None if not decisive else bool(result.evidence) and decisive in result.evidence[0].text
-        rows.append((name, entry["category"], result.category, hit, result.cause, result.confidence))
+        rows.append((name, entry["category"], result.category, hit, result.cause, result.confidence,
+                     tuple(result.alternatives)))
     return {"rows": rows}
 
 
@@ -79,6 +80,8 @@ def report(split: Split, confusions: bool) -> float:
     print(f"{split}_logs: {len(rows)}")
     print(f"{split}_healthy_logs: {sum(r[1] == 'none' for r in rows)}")
     print(f"{split}_category_accuracy: {correct / len(rows):.3f} ({correct}/{len(rows)})")
+    named = sum(expected == got or expected in alternatives for _, expected, got, *_, alternatives in rows)
+    print(f"{split}_category_or_named_alternative: {named / len(rows):.3f} ({named}/{len(rows)})")
     print(f"{split}_false_alarms: {false_alarms}")
     print(f"{split}_crashes_called_healthy: {missed}")
     if hits:
@@ -101,7 +104,7 @@ def report(split: Split, confusions: bool) -> float:
     if confusions:
         print("\n".join(confusion_counts(rows)))
     if confusions and split == "dev":
-        for name, expected, got, hit, cause, confidence in rows:
+        for name, expected, got, hit, cause, confidence, _ in rows:
             if expected != got:
                 print(f"  MISS {name}: {expected} -> {got} ({confidence:.2f}) {cause[:140]}")
     return correct / len(rows)
