@@ -13,6 +13,7 @@ names or content), so the figures measured on them stay honest.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -39,3 +40,30 @@ def corpus(split: Split) -> list[tuple[str, dict]]:
             if entry.get("split", "dev") == split:
                 out.append((f"{folder}/{path.stem}", entry))
     return out
+
+
+_SOURCE = re.compile(r"https://github\.com/[\w.-]+/(?P<repo>[\w.-]+)/(?:issues|pull)/(?P<number>\d+)")
+
+
+def form_defects(entry: dict, stem: str, categories: set[str]) -> list[str]:
+    """The kinds of defect of one collected entry's fields (empty when well-formed): engine, category, log, decisive
+    line, fix, notes, a GitHub issue / PR source, and the file name ``<engine>-<repo>-<number>`` built from it."""
+    found = []
+    if entry["engine"] not in ("sglang", "vllm"):
+        found.append("engine is neither sglang nor vllm")
+    if entry["category"] not in categories:
+        found.append("category not in the taxonomy")
+    if not (isinstance(entry["log"], str) and entry["log"].strip()):
+        found.append("log is empty")
+    elif not (isinstance(entry["decisive"], str) and entry["decisive"].strip() and entry["decisive"] in entry["log"]):
+        found.append("decisive line does not occur in the log")
+    if entry["category"] != "none" and not (isinstance(entry["fix"], str) and entry["fix"].strip()):
+        found.append("a crash without a fix")
+    if not (isinstance(entry["notes"], str) and entry["notes"].strip()):
+        found.append("no notes on where and how the log was taken")
+    match = _SOURCE.fullmatch((entry["source"] or "").split("#")[0].rstrip("/"))
+    if not match:
+        found.append("source is not a GitHub issue / pull request URL")
+    elif not re.fullmatch(rf"{entry['engine']}-{re.escape(match['repo'])}-{match['number']}(-\d+)?", stem):
+        found.append("file name is not <engine>-<repo>-<number> of its source")
+    return found

@@ -10,50 +10,29 @@ copied from, a file name ``<engine>-<repo>-<number>`` built from that URL, and a
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
-from pathlib import Path
 
-from tests.crashcorpus import CRASHLOGS, corpus
+from tests.crashcorpus import CRASHLOGS, corpus, form_defects
+from tools.crashlog_intake import categories
 
 FRESH = sorted((CRASHLOGS / "fresh").glob("*.json"))
 ENTRIES = [json.loads(path.read_text()) for path in FRESH]
 KEYS = {"engine", "engine_version", "source", "category", "launch_command", "log", "decisive", "fix", "notes",
         "split"}
-SOURCE = re.compile(r"https://github\.com/[\w.-]+/(?P<repo>[\w.-]+)/(?:issues|pull)/(?P<number>\d+)")
-TAXONOMY = CRASHLOGS.parent / "corpus" / "TAXONOMY.md"
 
 
 def _categories() -> set[str]:
     """Category ids of the taxonomy table (first column), plus ``none``, which the corpus uses for healthy logs."""
-    rows = re.findall(r"^([a-z_]+)\s+\|", TAXONOMY.read_text(), re.MULTILINE)
-    return {row for row in rows if row != "category"} | {"none"}
+    return categories()
 
 
 def _defects(entry: dict, stem: str, categories: set[str]) -> list[str]:
     """The kinds of defect one entry has (empty when well-formed)."""
     if set(entry) != KEYS:
         return ["keys differ from the corpus format"]
-    found = []
-    if entry["engine"] not in ("sglang", "vllm"):
-        found.append("engine is neither sglang nor vllm")
+    found = form_defects(entry, stem, categories)
     if entry["split"] != "fresh":
         found.append('split is not "fresh"')
-    if entry["category"] not in categories:
-        found.append("category not in the taxonomy")
-    if not (isinstance(entry["log"], str) and entry["log"].strip()):
-        found.append("log is empty")
-    elif not (isinstance(entry["decisive"], str) and entry["decisive"].strip() and entry["decisive"] in entry["log"]):
-        found.append("decisive line does not occur in the log")
-    if entry["category"] != "none" and not (isinstance(entry["fix"], str) and entry["fix"].strip()):
-        found.append("a crash without a fix")
-    if not (isinstance(entry["notes"], str) and entry["notes"].strip()):
-        found.append("no notes on where and how the log was taken")
-    match = SOURCE.fullmatch(entry["source"] or "")
-    if not match:
-        found.append("source is not a GitHub issue / pull request URL")
-    elif not re.fullmatch(rf"{entry['engine']}-{re.escape(match['repo'])}-{match['number']}(-\d+)?", stem):
-        found.append("file name is not <engine>-<repo>-<number> of its source")
     return found
 
 

@@ -9,32 +9,19 @@ moved a log between dev and held-out by hand; every log of one thread is on the 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 
-from tests.crashcorpus import CRASHLOGS, corpus
+from tests.crashcorpus import CRASHLOGS, corpus, form_defects
 from tools.crashlog_intake import KEYS, categories, split_of, thread
 
 GROWN = sorted((CRASHLOGS / "grown").glob("*.json"))
 ENTRIES = [json.loads(path.read_text()) for path in GROWN]
-SOURCE = re.compile(r"https://github\.com/[\w.-]+/(?P<repo>[\w.-]+)/(?:issues|pull)/(?P<number>\d+)")
 
 
 def _defects(entry: dict, stem: str, allowed: set[str]) -> list[str]:
     if set(entry) != set(KEYS) | {"split", "batch"}:
         return ["keys differ from the corpus format"]
-    found = []
-    if entry["engine"] not in ("sglang", "vllm"):
-        found.append("engine is neither sglang nor vllm")
-    if entry["category"] not in allowed:
-        found.append("category not in the taxonomy")
-    if not entry["decisive"] or entry["decisive"] not in entry["log"]:
-        found.append("decisive line does not occur in the log")
-    match = SOURCE.fullmatch(thread(entry["source"]))
-    if not match:
-        found.append("source is not a GitHub issue / pull request URL")
-    elif not re.fullmatch(rf"{entry['engine']}-{re.escape(match['repo'])}-{match['number']}(-\d+)?", stem):
-        found.append("file name is not <engine>-<repo>-<number> of its source")
+    found = form_defects(entry, stem, allowed)
     if entry["split"] != split_of(entry["source"]):
         found.append("split is not the one the thread's hash gives")
     return found
