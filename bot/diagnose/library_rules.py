@@ -53,6 +53,13 @@ LIBRARY_RULES: tuple[Rule, ...] = (
          r(r"Error executing method '?(initialize_cache|determine_num_available_blocks)\b"), 26, 0.45,
          "the worker failed in {0}, the KV-cache setup; its own error is not in this tail",
          unsure=("gpu_oom_weights",)),
+    # The quantized kernels' shape checks, in code both engines share (vLLM's layers/quantization/utils/marlin_utils.py,
+    # which SGLang's layers/quantization/marlin_utils.py copies): "Weight output_size_per_partition = 1376 is not
+    # divisible by min_thread_n = 64. Consider reducing tensor_parallel_size or running with --quantization gptq."
+    Rule("tile_not_divisible", "tp_not_divisible",
+         r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
+           r"tensor_parallel_size"), 80, 0.85,
+         "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
     Rule("extension_op_missing", "missing_dependency",
          r(r"_OpNamespace'? '?[\w.]{1,80}'? object has no attribute '(\w{1,80})'|No such operator ([\w:]{1,120})"),
          62, 0.6, "the engine's compiled extension has no op {0}{1}: a build for another platform, torch or CUDA",

@@ -24,6 +24,7 @@ from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
 from bot.diagnose.library_rules import LIBRARY_RULES
 from bot.diagnose.slurm_rules import SLURM_RULES
+from bot.diagnose.vocabulary_rules import VOCABULARY_RULES
 from planners.engines import registry
 
 #: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
@@ -293,7 +294,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES
+) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + VOCABULARY_RULES
 
 
 @lru_cache(maxsize=8)

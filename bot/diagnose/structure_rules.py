@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from bot.diagnose.types import Rule, r
 from bot.diagnose.structure import RaisedException, TailStructure
+from bot.diagnose.vocabulary_rules import OTHER_AREA
 
 _ANY = r(r"^(.{1,300})")
 
@@ -127,7 +128,7 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        "CUDA graph capture failed ({0})", kind="capture",
        frames=r"cuda_graph_runner|capture_model|capture_one_batch|cudagraph|graph_capture", depth=12),
     _s("arguments_frames", "bad_argument", _CONFIG_ERRORS, 54, 0.65,
-       "the engine rejected a combination of its arguments ({0})",
+       "the engine rejected a combination of its arguments ({0})", exclude=OTHER_AREA,
        # vllm/config/ also holds run-time helpers (get_layers_from_vllm_config looking a layer up): only its
        # checks are the arguments' (kaito-project/kaito#1956 was a KeyError of the helper, an engine bug)
        frames=r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config(?:/\w{1,40})?\.py "

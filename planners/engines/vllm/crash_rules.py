@@ -91,10 +91,6 @@ RULES: tuple[CrashRule, ...] = (
     CrashRule("unknown_parser", "bad_argument",
               _r(r"invalid (tool call|reasoning) parser: ([\w.-]{1,80})|--enable-auto-tool-choice requires "
                  r"--tool-call-parser"), 82, 0.9, "this vLLM has no {0} parser {1}", kind="parser"),
-    CrashRule("tile_not_divisible", "tp_not_divisible",
-              _r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
-                 r"tensor_parallel_size"), 80, 0.85,
-              "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
     # ------------------------------------------------------------------ a newer runner refuses a feature / model
     CrashRule("v1_architecture", "unsupported_architecture",
               re.compile(r"VLLM_USE_V1=1 is not supported with (" + _ARCH + r")|(" + _ARCH + r") " + _NOT_SUPPORTED

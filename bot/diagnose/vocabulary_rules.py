@@ -1,0 +1,68 @@
+"""Rules for the engines' own refusals in general words: a check of the engine that raises names what it checks
+(a quantization method, a setting, a package, a file) and says it refuses it. These catch the messages no log posted
+so far shows, in the vocabulary the engines use for each kind of check.
+
+Derived from the engines' sources, not from a log: every ``raise`` of sglang 0.5.9 and vllm 0.11.0 in the modules
+whose category is clear from the place (tests/data/engine_messages/, tools/engine_messages.py), four in five of them
+read to write these patterns, one in five kept aside to measure them. Below every rule that names a cause exactly
+(they win when both match) and above the fallbacks; each verdict stays modest and names what else it could be.
+Patterns are linear-time: bounded gaps, no nested quantifiers.
+"""
+
+from __future__ import annotations
+
+from bot.diagnose.types import Rule, r
+
+#: An exception line: a dotted class name, ":" and the message (the engines' checks raise these four, and assert).
+_RAISED = r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|TypeError|RuntimeError|KeyError): "
+#: The words of a quantization method or of its parameters (vllm/model_executor/layers/quantization/,
+#: sglang/srt/layers/quantization/: the method names and the config fields their checks refuse).
+_QUANT = (r"(?:quantiz\w{0,12}|\bfp8\b|\bmxfp[48]\b|\bnvfp4\b|\bfp4\b|\bawq\b|\bgptq\w{0,12}|\bmarlin\b|\bbnb\b"
+          r"|bitsandbytes|compressed[-_ ]tensors|\bw\d{1,2}a\d{1,2}\w{0,12}|\bint[48]\b|\bmodelopt\w{0,12}|\bquark\b"
+          r"|\bqoq\b|auto_round|\bgguf\b|moe_wna16|weight_bits|num_bits|group_size|qscheme|packing_format"
+          r"|\bwNa16\b|Fused ?MoE (?:layers?|scheme)|\bscheme\b)")
+#: How a check says no.
+_REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|does not support|do not support|only supports?"
+           r"|not (?:yet )?implemented|is implemented only|requires?|Unknown|Invalid|expects?|cannot be used)\b")
+#: A setting's name as the engines spell it in their checks: a snake_case field or a --flag.
+_SETTING = r"(?-i:\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b|(?<![\w-])--[a-z][a-z0-9-]{2,60})"
+#: ... and how a check of settings says no.
+_SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:supported|compatible|applicable|allowed)"
+                    r"|not compatible with|cannot be|can only be|only supported|is required|are required|requires?"
+                    r"|needs? to be|has to be|Invalid value|Must be one of|expects? [\w.-]{1,60} to be"
+                    r"|is not a valid)\b")
+
+#: What a check's message may name that is another category's: the drafter, a package, the GPU generation, the
+#: tensor-parallel split. Raised by the same argument and quantization checks (sglang/srt/server_args.py: "Spec v2
+#: currently only supports topk = 1 for speculative decoding", "FlashInfer mamba module not available, please check
+#: flashinfer installation", "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)"), those are that
+#: category's. (A quantization check that a weight slice is not divisible is the tensor-parallel split's.)
+OTHER_AREA = (r"speculat|\bdraft|\beagle|\bmtp\b|nextn|\bspec v2\b|module (?:was |is )?not (?:found|available)"
+              r"|not installed|to be installed|\binstallation\b|compute capability|\bsm_?\d{2,3}|\bBlackwell\b"
+              r"|\bHopper\b|\bAmpere\b|\bTuring\b|\bVolta\b")
+
+VOCABULARY_RULES: tuple[Rule, ...] = (
+    Rule("quantization_refused", "quantization_unsupported",
+         r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + _REFUSE
+           + r"|" + _RAISED + r"[^\n]{0,160}?" + _REFUSE + r"[^\n]{0,160}?" + _QUANT), 44, 0.55,
+         "the quantization method's check refused this checkpoint or GPU", kind="unknown",
+         unsure=("bad_argument",), exclude=r(OTHER_AREA + r"|\bdivisible\b")),
+    Rule("setting_refused", "bad_argument",
+         r(_RAISED + r"[^\n]{0,160}?" + _SETTING + r"[^\n]{0,160}?" + _SETTING_REFUSED
+           + r"|" + _RAISED + r"[^\n]{0,160}?" + _SETTING_REFUSED + r"[^\n]{0,160}?" + _SETTING), 40, 0.5,
+         "the engine's check of its settings refused a value or a combination", unsure=("other",),
+         exclude=r(OTHER_AREA)),
+    # A package the engine checks for at start ("OpenTelemetry is not available ... Ensure OpenTelemetry packages are
+    # installed", "FlashInfer mamba module not available, please check flashinfer installation", "X requires AITER
+    # to be installed", "flashinfer module was not found").
+    Rule("package_unavailable", "missing_dependency",
+         r(r"\b(?:module|package|library)s? (?:was |is )?not (?:found|available)\b|\bplease check ([\w.-]{1,40}) "
+           r"installation\b|\brequires? ([\w.-]{1,40}) to be installed\b|\bEnsure [\w .-]{1,60} (?:is|are) installed\b"),
+         60, 0.7, "a package the engine checks for at start is not installed ({0}{1})", kind="module"),
+    # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
+    Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",
+         r(r"Cannot find any [\w-]{1,30} ?model weights|Could not find checkpoint files|The file size different is "
+           r"more than|model files are (?:still )?corrupted|Cannot find adapter config file"), 72, 0.75,
+         "the model folder's checkpoint files are missing, incomplete or not in the form the loader needs",
+         kind="path"),
+)
