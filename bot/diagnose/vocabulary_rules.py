@@ -45,7 +45,7 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
          r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + _REFUSE
            + r"|" + _RAISED + r"[^\n]{0,160}?" + _REFUSE + r"[^\n]{0,160}?" + _QUANT), 44, 0.55,
-         "the quantization method's check refused this checkpoint or GPU", kind="unknown",
+         "the quantization method's check refused this checkpoint or GPU", kind="refused",
          unsure=("bad_argument",), exclude=r(OTHER_AREA + r"|\bdivisible\b")),
     Rule("setting_refused", "bad_argument",
          r(_RAISED + r"[^\n]{0,160}?" + _SETTING + r"[^\n]{0,160}?" + _SETTING_REFUSED
@@ -56,9 +56,10 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
     # installed", "FlashInfer mamba module not available, please check flashinfer installation", "X requires AITER
     # to be installed", "flashinfer module was not found").
     Rule("package_unavailable", "missing_dependency",
-         r(r"\b(?:module|package|library)s? (?:was |is )?not (?:found|available)\b|\bplease check ([\w.-]{1,40}) "
-           r"installation\b|\brequires? ([\w.-]{1,40}) to be installed\b|\bEnsure [\w .-]{1,60} (?:is|are) installed\b"),
-         60, 0.7, "a package the engine checks for at start is not installed ({0}{1})", kind="module"),
+         r(r"\b([\w.-]{1,40}) (?:[\w.-]{1,40} )?(?:module|package|library)s? (?:was |is )?not (?:found|available)\b"
+           r"|\bplease check ([\w.-]{1,40}) installation\b|\brequires? ([\w.-]{1,40}) to be installed\b"
+           r"|\bEnsure [\w .-]{1,60} (?:is|are) installed\b"),
+         60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module"),
     # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
     Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",
          r(r"Cannot find any [\w-]{1,30} ?model weights|Could not find checkpoint files|The file size different is "

@@ -10,6 +10,26 @@ from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 
 
+#: A setting's name as the engines' checks spell it: a snake_case field (its flag is the same with hyphens) or a flag.
+_SETTING_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]{2,60}|\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b")
+_EXCEPTION_PREFIX = re.compile(r"^(?:[\w.]{0,80}\.)?[A-Z]\w{0,40}(?:Error|Exception): ")
+
+
+def _setting_step(text: str, s: PlanView) -> str:
+    """The check's own words, and the flags of the settings it names (snake_case fields are --hyphenated flags)."""
+    message = _EXCEPTION_PREFIX.sub("", text)[:240]
+    flags = []
+    for name in _SETTING_NAME.findall(message):
+        flag = name if name.startswith("--") else "--" + name.replace("_", "-")
+        if flag not in flags:
+            flags.append(flag)
+    given = [flag for flag in flags if flag in {token.split("=", 1)[0] for token in s.argv}]
+    named = ", ".join(given or flags[:3])
+    return (f"the engine's own check refused the settings: \"{message}\""
+            + (f"; change {named} as it says" if named else "; change the setting it names")
+            + (" (the plan passes " + ", ".join(given) + ")" if given else ""))
+
+
 def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
     text = f.decisive.text if f.decisive else ""
     steps: list[str] = []
@@ -57,6 +77,8 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      f"the installed release): pick one the engine's --help lists for that setting, or upgrade the "
                      f"engine if the value is newer than the build; a framework that launches the engine (verl, "
                      f"OpenRLHF) may be passing it")
+    elif f.rule == "setting_refused":
+        steps.append(_setting_step(text, s))
     elif f.match is not None and f.rule == "argparse_invalid":
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
     else:

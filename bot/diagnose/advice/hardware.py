@@ -41,6 +41,11 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
         return ([f"{dtype} does not work with these quantization kernels: run in float16 (--dtype float16)"],
                 Fix(summary="--dtype float16 (what the quantized kernels support)",
                     overrides=PlanOverrides(extra_args=["--dtype", "float16"])))
+    if f.kind == "refused" and f.decisive is not None:
+        message = re.sub(r"^(?:[\w.]{0,80}\.)?[A-Z]\w{0,40}(?:Error|Exception): ", "", f.decisive.text)[:240]
+        return ([f"the quantization code refused this checkpoint or GPU: \"{message}\"; use a checkpoint whose "
+                 f"method, bits and group size this engine supports on {gpu or 'this GPU'} (the message names what "
+                 f"it accepts), or an engine release that supports it"], None)
     if f.kind == "unknown":
         return ([f"{s.engine or 'the engine'} {s.plan.engine_version if s.plan and s.plan.engine_version else ''} "
                  f"does not know this quantization method: upgrade the engine or use a checkpoint in a format it "

@@ -1,0 +1,62 @@
+"""The engines' refusals in general words (bot/diagnose/vocabulary_rules.py), each a message of the engines' source
+(sglang 0.5.9 server_args.py and layers/quantization/, vllm 0.11.0 config/ and model_loader/), with the advice
+quoting the check's own words; and the lines that only look like a check and must stay unrecognised."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+
+def test_a_settings_check_is_a_bad_argument_and_names_the_flags_to_change():
+    result = diagnose("AssertionError: chunked_prefill_size must be divisible by page_size\n", exit_code=1)
+    assert result.category == "bad_argument"
+    assert '"chunked_prefill_size must be divisible by page_size"' in result.next_steps[0]
+    assert "--chunked-prefill-size" in result.next_steps[0] and "--page-size" in result.next_steps[0]
+
+
+def test_a_quantization_check_is_quantization_unsupported_and_quotes_what_it_accepts():
+    result = diagnose("ValueError: QoQ does not support weight_bits = 3. Only weight_bits = 4 are supported.\n",
+                      exit_code=1)
+    assert result.category == "quantization_unsupported"
+    assert "Only weight_bits = 4 are supported" in result.next_steps[0]
+    assert "bad_argument" in result.alternatives
+
+
+@pytest.mark.parametrize(("line", "package"), [
+    ("ValueError: FlashInfer mamba module not available, please check flashinfer installation.", "flashinfer"),
+    ("NotImplementedError: Qwen3ForCausalLM requires AITER to be installed for non-emulation mode!", "AITER"),
+])
+def test_a_package_the_engine_checks_for_is_a_missing_dependency(line, package):
+    result = diagnose(line + "\n", exit_code=1)
+    assert result.category == "missing_dependency"
+    assert package.lower() in result.cause.lower()
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Cannot find any safetensors model weights with `/models/Qwen3-8B`",
+    "RuntimeError: The file size different is more than 1%: - /models/Qwen3-8B/model-00001-of-00004.safetensors",
+])
+def test_the_loaders_file_checks_are_the_model_files(line):
+    assert diagnose(line + "\n", exit_code=1).category == "model_files_missing_or_corrupt"
+
+
+def test_an_argument_check_that_names_the_drafter_is_the_speculative_setup():
+    log = """\
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 2210, in _handle_speculative_decoding
+    raise ValueError(
+ValueError: Spec v2 currently only supports topk = 1 for speculative decoding.
+"""
+    assert diagnose(log, exit_code=1).category == "speculative_config_invalid"
+
+
+@pytest.mark.parametrize("line", [
+    # an internal API that changed between a plugin and the engine (vllm-project/vllm#21452): no setting of the user's
+    "TypeError: FlashAttentionImpl.__init__() got an unexpected keyword argument 'layer_idx'",
+    # a LoRA adapter's modules, refused at the first request
+    "ValueError: While loading /out/checkpoint-100, expected target modules in ['down_proj', 'o_proj'] but received "
+    "['mlp1.1', 'mlp1.3']",
+])
+def test_lines_that_only_look_like_a_settings_check_stay_unrecognised(line):
+    assert diagnose(line + "\n", exit_code=1).category == "other"
