@@ -56,10 +56,13 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
     # installed", "FlashInfer mamba module not available, please check flashinfer installation", "X requires AITER
     # to be installed", "flashinfer module was not found").
     Rule("package_unavailable", "missing_dependency",
-         r(r"\b([\w.-]{1,40}) (?:[\w.-]{1,40} )?(?:module|package|library)s? (?:was |is )?not (?:found|available)\b"
+         r(r"\b(?!(?:the|a|an|this|that|required|requested|such)\b)([\w.-]{1,40}) (?:[\w.-]{1,40} )?"
+           r"(?:module|package|library)s? (?:was |is )?not (?:found|available)\b"
            r"|\bplease check ([\w.-]{1,40}) installation\b|\brequires? ([\w.-]{1,40}) to be installed\b"
            r"|\bEnsure [\w .-]{1,60} (?:is|are) installed\b"),
-         60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module"),
+         60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module",
+         # (a kernel library's own build cache missing a module is its JIT's, flashinfer's MissingJITCacheError)
+         exclude=r(r"JIT cache|MissingJITCacheError")),
     # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
     Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",
          r(r"Cannot find any [\w-]{1,30} ?model weights|Could not find checkpoint files|The file size different is "
