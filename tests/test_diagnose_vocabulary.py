@@ -60,3 +60,11 @@ ValueError: Spec v2 currently only supports topk = 1 for speculative decoding.
 ])
 def test_lines_that_only_look_like_a_settings_check_stay_unrecognised(line):
     assert diagnose(line + "\n", exit_code=1).category == "other"
+
+
+def test_docker_refusing_to_publish_a_taken_port_is_port_in_use():
+    # moby's port allocator, when `docker run -p 30000:30000` meets a port another container or process holds
+    log = ("docker: Error response from daemon: driver failed programming external connectivity on endpoint sglang "
+           "(3f2a9c): Bind for 0.0.0.0:30000 failed: port is already allocated.\n")
+    result = diagnose(log, exit_code=125)
+    assert result.category == "port_in_use"

@@ -47,7 +47,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|port\w{0,20} at \d{2,5} is not available"
                     r"|\bis used by (?:a|another) process already|Can(?:no|')t bind (?:to )?(?:port|address)"
                     # vLLM's launcher names the holder: "port 8000 is used by process psutil.Process(pid=...)"
-                    r"|\bport \d{2,5} is used by process\b)"),
+                    r"|\bport \d{2,5} is used by process\b"
+                    # Docker publishing the port (moby's port allocator: "Bind for 0.0.0.0:8000 failed: port is
+                    # already allocated"); Windows' WSAEADDRINUSE by its number
+                    r"|\bport is already allocated\b|\bWSAEADDRINUSE\b|\[WinError 10048\])"),
          80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
          exclude=_PORT_RETRY),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
