@@ -68,3 +68,17 @@ def test_docker_refusing_to_publish_a_taken_port_is_port_in_use():
            "(3f2a9c): Bind for 0.0.0.0:30000 failed: port is already allocated.\n")
     result = diagnose(log, exit_code=125)
     assert result.category == "port_in_use"
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    # CUDA's error for a driver older than the toolkit that wrote the PTX (cudaErrorUnsupportedPtxVersion)
+    ("torch.AcceleratorError: CUDA error: unsupported PTX version", "cuda_arch_or_driver"),
+    # a model class refused by name (an engine that has not added it yet)
+    ("NotImplementedError: Qwen3NextForCausalLM is not supported by sglang yet", "unsupported_architecture"),
+    # ... but not a feature refused for it
+    ("NotImplementedError: LlamaForCausalLM is not supported with LoRA", "other"),
+    # the taxonomy's "experts not divisible", by the expert-parallel size
+    ("ValueError: The number of experts (60) is not divisible by the expert parallel size (8)", "tp_not_divisible"),
+])
+def test_more_wordings_of_known_causes(line, category):
+    assert diagnose(line + "\n", exit_code=1).category == category

@@ -77,12 +77,18 @@ RULES: tuple[Rule, ...] = (
          kind="block"),
     Rule("generic_not_divisible", "tp_not_divisible",
          _r(r"\b(\d+) is not divisible by (\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp)"
-            r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"),
+            r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"
+            # experts over expert parallelism, the taxonomy's "experts ... not divisible"
+            r"|\bexperts?\b[^\n]{0,40}\b(?:is |are |must be )?(?:not )?divisible by (?:the )?(?:expert|ep)[ _-]?"
+            r"(?:parallel|size)"),
          75, 0.85, "a model dimension ({0}) is not divisible by the tensor-parallel size ({1})", kind="heads"),
     # ------------------------------------------------------------------ model support
     Rule("architecture_not_supported", "unsupported_architecture",
-         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,40}? (?:are|is) not supported"),
-         80, 0.9, "this engine version does not support the architecture {0}"),
+         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,40}? (?:are|is) not supported"
+            # a model class named as not supported ("Qwen3NextForCausalLM is not supported by sglang yet")
+            r"|\b([A-Z]\w{2,60}(?:ForCausalLM|ForConditionalGeneration|LMHeadModel))\b[^\n]{0,20} is not (?:yet )?"
+            r"supported\b(?! (?:with|for|when|in combination))"),
+         80, 0.9, "this engine version does not support the architecture {0}{1}"),
     Rule("transformers_unknown_model_type", "transformers_too_old",
          _r(r"model type [`'\"]?([\w.-]+)[`'\"]? but Transformers does not recognize this architecture"),
          80, 0.9, "the installed transformers does not know model type '{0}'", unsure=("unsupported_architecture",)),

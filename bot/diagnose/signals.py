@@ -162,6 +162,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate"
            r"|system has unsupported display driver / cuda driver combination|CUDA unknown error - this may be due"
            r"|the provided PTX was compiled with an unsupported toolchain"
+           # the driver older than the toolkit that wrote the kernels' PTX (cudaErrorUnsupportedPtxVersion)
+           r"|CUDA error: unsupported PTX version|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|cudaErrorUnsupportedPtxVersion"
            r"|CUDA-capable device\(s\) is/are busy or unavailable"
            # torch's own (torch/cuda/__init__.py _lazy_init, c10/cuda/CUDAFunctions.cpp) and NVML's
            r"|\bNo CUDA GPUs are available\b|Unexpected error from cudaGetDeviceCount\(\)"
