@@ -12,7 +12,10 @@ import json
 from pathlib import Path
 from typing import Literal
 
-MESSAGES = Path(__file__).resolve().parent / "data" / "engine_messages" / "engine_messages.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "engine_messages"
+MESSAGES = DATA / "engine_messages.jsonl"
+#: The newer releases' own wordings (vLLM 0.33.0, SGLang 0.5.23), none of them in MESSAGES: judged only, whole.
+NEWER = DATA / "engine_messages_newer.jsonl"
 MODES = ("line", "framed")
 Mode = Literal["line", "framed"]
 
@@ -23,6 +26,9 @@ def split_of(entry: dict) -> str:
 
 
 def messages(split: str) -> list[dict]:
+    """``dev`` / ``heldout`` of the first releases' messages, or ``newer``: every message of the newer releases."""
+    if split == "newer":
+        return [json.loads(line) for line in NEWER.read_text().splitlines() if line.strip()]
     entries = [json.loads(line) for line in MESSAGES.read_text().splitlines() if line.strip()]
     return [entry for entry in entries if split_of(entry) == split]
 
