@@ -75,8 +75,16 @@ def test_docker_refusing_to_publish_a_taken_port_is_port_in_use():
     ("torch.AcceleratorError: CUDA error: unsupported PTX version", "cuda_arch_or_driver"),
     # a model class refused by name (an engine that has not added it yet)
     ("NotImplementedError: Qwen3NextForCausalLM is not supported by sglang yet", "unsupported_architecture"),
-    # ... but not a feature refused for it
-    ("NotImplementedError: LlamaForCausalLM is not supported with LoRA", "other"),
+    # ... but a feature refused for it is the launch's combination of settings (--enable-lora), not the architecture
+    ("NotImplementedError: LlamaForCausalLM is not supported with LoRA", "bad_argument"),
+    # the settings checks' own words, with or without a setting's name (sglang 0.5.9 / vllm 0.11.0 sources)
+    ("ValueError: use_cudagraph and cudagraph_mode are mutually exclusive, prefer cudagraph_mode.", "bad_argument"),
+    ("ValueError: Unrecognized distributed executor backend flashinfer. Supported values are 'ray', 'mp'.",
+     "bad_argument"),
+    # quantization methods named inside a class name, and "only ... are supported"
+    ("ValueError: AWQMoEMethod only supports 4bit now.", "quantization_unsupported"),
+    ("ValueError: For FP8 Fused MoE layers, only per-tensor and per-channel scales for weights and activations are "
+     "supported. Found group, group", "quantization_unsupported"),
     # the taxonomy's "experts not divisible", by the expert-parallel size
     ("ValueError: The number of experts (60) is not divisible by the expert parallel size (8)", "tp_not_divisible"),
 ])

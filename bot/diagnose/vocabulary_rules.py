@@ -17,13 +17,14 @@ from bot.diagnose.types import Rule, r
 _RAISED = r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|TypeError|RuntimeError|KeyError): "
 #: The words of a quantization method or of its parameters (vllm/model_executor/layers/quantization/,
 #: sglang/srt/layers/quantization/: the method names and the config fields their checks refuse).
-_QUANT = (r"(?:quantiz\w{0,12}|\bfp8\b|\bmxfp[48]\b|\bnvfp4\b|\bfp4\b|\bawq\b|\bgptq\w{0,12}|\bmarlin\b|\bbnb\b"
-          r"|bitsandbytes|compressed[-_ ]tensors|\bw\d{1,2}a\d{1,2}\w{0,12}|\bint[48]\b|\bmodelopt\w{0,12}|\bquark\b"
-          r"|\bqoq\b|auto_round|\bgguf\b|moe_wna16|weight_bits|num_bits|group_size|qscheme|packing_format"
-          r"|\bwNa16\b|Fused ?MoE (?:layers?|scheme)|\bscheme\b)")
+_QUANT = (r"(?:quantiz\w{0,12}|\bfp8(?!\d)|\bmxfp\d|\bMX\(FP\d\)|\bmxint\d|\bnvfp4|\bfp4(?!\d)|\bawq|\bgptq"
+          r"|\bmarlin|\bbnb\b|bitsandbytes|compressed[-_ ]?tensors|\bw\d{1,2}a\d{1,2}\w{0,12}|\bint[48](?!\d)"
+          r"|\bmodelopt|\bquark|\bqoq\b|auto_round|\bgguf\b|moe_wna16|weight_bits|num_bits|group[_ ]size|qscheme"
+          r"|packing_format|activation_scheme|\bwNa16\b|Fused ?MoE (?:layers?|scheme)|\bscheme\b|\b\d bits?\b|\dbit\b)")
 #: How a check says no.
-_REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|does not support|do not support|only supports?"
-           r"|not (?:yet )?implemented|is implemented only|requires?|Unknown|Invalid|expects?|cannot be used)\b")
+_REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|(?:does |do )?not support|only supports?"
+           r"|not (?:yet )?implemented|is implemented only|requires?|Unknown|Invalid|expects?|cannot be used"
+           r"|only\b[^\n]{1,80}\b(?:is|are) supported)\b")
 #: A setting's name as the engines spell it in their checks: a snake_case field or a --flag.
 _SETTING = r"(?-i:\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b|(?<![\w-])--[a-z][a-z0-9-]{2,60})"
 #: ... and how a check of settings says no.
@@ -41,6 +42,12 @@ OTHER_AREA = (r"speculat|\bdraft|\beagle|\bmtp\b|nextn|\bspec v2\b|module (?:was
               r"|not installed|to be installed|\binstallation\b|compute capability|\bsm_?\d{2,3}|\bBlackwell\b"
               r"|\bHopper\b|\bAmpere\b|\bTuring\b|\bVolta\b")
 
+#: A check of the launch settings in the words it alone uses, whether or not it names the setting.
+_CONFIG_REFUSAL = (r"\bmutually exclusive\b|\bMust be one of\b|\bSupported values are\b|\bUnrecognized [\w ]{1,40}"
+                   r"(?:backend|mode|type|method|format|algorithm)\b|\bis only supported (?:on|for|with|when|in)\b"
+                   r"|\bInvalid value for\b|\bcannot be used (?:with|together|when)\b|\bis not supported (?:with|when"
+                   r"|in combination)\b|\bdoes not support `?--[a-z]")
+
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
          r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + _REFUSE
@@ -52,6 +59,8 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
            + r"|" + _RAISED + r"[^\n]{0,160}?" + _SETTING_REFUSED + r"[^\n]{0,160}?" + _SETTING), 40, 0.5,
          "the engine's check of its settings refused a value or a combination", unsure=("other",),
          exclude=r(OTHER_AREA)),
+    Rule("configuration_refused", "bad_argument", r(_RAISED + r"[^\n]{0,200}?(?:" + _CONFIG_REFUSAL + ")"), 38, 0.45,
+         "the engine's check of its settings refused this combination", unsure=("other",), exclude=r(OTHER_AREA)),
     # A package the engine checks for at start ("OpenTelemetry is not available ... Ensure OpenTelemetry packages are
     # installed", "FlashInfer mamba module not available, please check flashinfer installation", "X requires AITER
     # to be installed", "flashinfer module was not found").

@@ -77,7 +77,7 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      f"the installed release): pick one the engine's --help lists for that setting, or upgrade the "
                      f"engine if the value is newer than the build; a framework that launches the engine (verl, "
                      f"OpenRLHF) may be passing it")
-    elif f.rule == "setting_refused":
+    elif f.rule in ("setting_refused", "configuration_refused"):
         steps.append(_setting_step(text, s))
     elif f.match is not None and f.rule == "argparse_invalid":
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")
