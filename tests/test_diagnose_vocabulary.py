@@ -90,3 +90,14 @@ def test_docker_refusing_to_publish_a_taken_port_is_port_in_use():
 ])
 def test_more_wordings_of_known_causes(line, category):
     assert diagnose(line + "\n", exit_code=1).category == category
+
+
+def test_a_vllm_worker_that_died_without_an_error_is_a_crash_never_still_starting():
+    # vllm/v1/executor/multiproc_executor.py notices the worker is gone; nothing else is printed
+    log = """\
+INFO 05-01 10:00:00 [gpu_model_runner.py:1] Starting to load model /models/Qwen3-32B...
+WARNING 05-01 10:00:30 [multiproc_executor.py:1] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.
+"""
+    result = diagnose(log)
+    assert result.category != "none"
+    assert "died unexpectedly" in result.evidence[0].text

@@ -358,6 +358,9 @@ ERROR_SHAPED = re.compile(
 DEATH_SIGNS = re.compile(
     r"Producer process has been terminated before all shared CUDA tensors released"
     r"|destroy_process_group\(\) was not called before program exit|kill_process_tree called"
+    # vLLM's executor noticing a worker is gone (vllm/v1/executor/multiproc_executor.py, logged at WARNING or ERROR
+    # by release): "Worker proc VllmWorker-1 died unexpectedly, shutting down executor."
+    r"|died unexpectedly, shutting down executor"
     # CPython's multiprocessing resource tracker as the processes exit (multiprocessing/resource_tracker.py)
     r"|leaked (?:semaphore|shared_memory) objects? to clean up at shutdown")
 
