@@ -101,3 +101,13 @@ WARNING 05-01 10:00:30 [multiproc_executor.py:1] Worker proc VllmWorker-1 died u
     result = diagnose(log)
     assert result.category != "none"
     assert "died unexpectedly" in result.evidence[0].text
+
+
+@pytest.mark.parametrize(("exit_line", "category"), [
+    ("", "other"),  # the consequence only: the scheduler's own error is elsewhere
+    ("[2025-05-01 10:00:00] Exit code: -9\n", "host_oom_killed"),  # and it was SIGKILLed
+])
+def test_sglang_saying_its_scheduler_is_dead_is_a_crash(exit_line, category):
+    # sglang/srt/entrypoints/engine.py _wait_for_scheduler_ready: logged without a level in SGLang's format
+    log = "[2025-05-01 10:00:00] Rank 0 scheduler is dead. Please check if there are relevant logs.\n" + exit_line
+    assert diagnose(log).category == category

@@ -320,7 +320,10 @@ FRAMING = re.compile(
     r"child|Child process unexpectedly failed|EngineDeadError|Worker failed with error|Engine process failed to start"
     r"|Application startup failed|Initialization failed\. warmup error|Dumping requests before crash"
     r"|Exception in (?:worker|thread|ModelRpcClient)|Error executing method|router init state: Traceback"
-    r"|Process \S+ died|See (?:the )?(?:root cause|stack trace) above",
+    r"|Process \S+ died|See (?:the )?(?:root cause|stack trace) above"
+    # SGLang's engine when a scheduler's pipe closes before it was ready (sglang/srt/entrypoints/engine.py
+    # _wait_for_scheduler_ready, logged without a level in SGLang's format, followed by "Exit code: N")
+    r"|scheduler is dead\. Please check if there are relevant logs",
     re.IGNORECASE,
 )
 
