@@ -205,3 +205,15 @@ def test_engine_detection_on_the_corpus():
         if found is not None and found != entry["engine"]:
             wrong.append((path.name, found))
     assert not wrong
+
+
+@pytest.mark.parametrize("line", [
+    # vLLM 0.33.0 names the cache's device (vllm/v1/core/kv_cache_utils.py update_kv_cache_capacity)
+    "(EngineCore_DP0 pid=1) INFO 06-22 02:54:47 [kv_cache_utils.py:1148] XPU KV cache size: 251,920 tokens, "
+    "Maximum concurrency for 32,768 tokens per request: 7.69x",
+    "(EngineCore_DP0 pid=1) INFO 06-22 02:54:47 [kv_cache_utils.py:1148] GPU + host KV cache size: 251,920 tokens, "
+    "Maximum concurrency for 32,768 tokens per request: 7.69x",
+])
+def test_vllm_kv_cache_size_on_any_device_is_the_kv_cache_allocated(line):
+    events = list(LogReader("vllm").feed(line))
+    assert [(event.kind, getattr(event, "tokens", None)) for event in events] == [("kv_cache_allocated", 251920)]

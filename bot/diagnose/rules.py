@@ -385,7 +385,7 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kv", re.compile(
         r"init_memory_pool|memory_pool\.py|TokenToKVPool|KV Cache is allocated|Memory pool end|_allocate_kv_cache"
         r"|initialize_kv_cache|init_kv_cache|allocate_kv_cache|kv_cache_utils|profile_max_num_token"
-        r"|GPU KV cache size|Available KV cache memory", re.IGNORECASE)),
+        r"|[GXNHCT]PU(?: \+ host)? KV cache size|Available KV cache memory", re.IGNORECASE)),
     ("weights", re.compile(
         r"load_model|load_weights|model_loader|weight_loader|weight_utils|Loading safetensors|Loading pt checkpoint"
         r"|Load weight (?:begin|end)|Loading weights took|Loading model weights|Multi-thread loading shards"

@@ -12,7 +12,7 @@ from ..base import UVICORN_RUNNING, LogDialect
 #: Lines only vLLM prints (paths, process prefixes and message texts), used when the engine is not given.
 FINGERPRINT = re.compile(
     r"vLLM API server version|Initializing an? (?:V1 )?LLM engine|^\((?:APIServer|EngineCore\w*|Worker_TP\d+|VllmWorker"
-    r"[\w ]*|VllmWorkerProcess|RayWorkerVllm)\b|GPU KV cache size|Avg generation throughput|Maximum concurrency for"
+    r"[\w ]*|VllmWorkerProcess|RayWorkerVllm)\b|[GXNHCT]PU KV cache size|Avg generation throughput|Maximum concurrency for"
     r"|init engine \(profile|Starting vLLM|vllm serve|vllm\.entrypoints|/vllm/(?:v1|engine|worker|entrypoints"
     r"|model_executor)/|gpu_memory_utilization"
 )
@@ -22,7 +22,9 @@ MODEL_LOADING = re.compile(r"Model loading took ([\d.]+) ?(?:GiB|GB)(?: memory)?
 WEIGHTS_TOOK = re.compile(r"Loading weights took ([\d.]+) seconds")
 V0_WEIGHTS = re.compile(r"Loading model weights took ([\d.]+) ?(?:GiB|GB)")
 KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) ?GiB")
-KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+#: vLLM names the cache's device (vllm/v1/core/kv_cache_utils.py: "%s KV cache size: %s tokens", "GPU" for CUDA, the
+#: device type upper-cased otherwise, " + host" with a host-side sparse cache; 0.11 printed "GPU" only).
+KV_TOKENS = re.compile(r"(?:GPU|XPU|NPU|HPU|CPU|TPU)(?: \+ host)? KV cache size: ([\d,]+) tokens")
 V0_BLOCKS = re.compile(r"(?:GPU|cuda) blocks: (\d+)")
 V0_KV_SIZE = re.compile(r"kv_cache_size=([\d.]+) ?GiB")
 BLOCK_SIZE = re.compile(r"\bblock_size=(\d+)")
