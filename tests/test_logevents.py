@@ -217,3 +217,14 @@ def test_engine_detection_on_the_corpus():
 def test_vllm_kv_cache_size_on_any_device_is_the_kv_cache_allocated(line):
     events = list(LogReader("vllm").feed(line))
     assert [(event.kind, getattr(event, "tokens", None)) for event in events] == [("kv_cache_allocated", 251920)]
+
+
+def test_sglang_sizing_the_kv_cache_after_graph_capture_is_the_kv_cache_allocated():
+    # SGLang 0.5.2x (sglang/srt/model_executor/model_runner_components/kv_pool_runtime.py); the drafter's pool is not it
+    reader = LogReader("sglang")
+    line = ("[2026-05-01 10:00:00 TP0] Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, "
+            "#tokens: 412345, KV size: 20.15 GB, avail mem=3.10 GB")
+    assert [(e.kind, e.tokens) for e in reader.feed(line)] == [("kv_cache_allocated", 412345)]
+    draft = ("[2026-05-01 10:00:00 TP0] Post-capture KV sizing: draft KV cache allocated. dtype: torch.bfloat16, "
+             "#tokens: 1000, KV size: 1.00 GB")
+    assert list(LogReader("sglang").feed(draft)) == []

@@ -55,7 +55,8 @@ MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("drafter_loading", re.compile(r"Loading drafter model\.\.\."), 0),
     ("weights_loaded", re.compile(r"Load weight end\..{0,200}?mem usage=([\d.]+) ?GB|Model loading took ([\d.]+) ?GiB"
                                   r"|Loading model weights took ([\d.]+) ?GB|Loading weights took"), -1),
-    ("kv_allocated", re.compile(r"KV Cache is allocated|[GXNHCT]PU(?: \+ host)? KV cache size|# ?GPU blocks:"
+    ("kv_allocated", re.compile(r"KV Cache is allocated|Post-capture KV sizing: KV cache allocated"
+                                r"|[GXNHCT]PU(?: \+ host)? KV cache size|# ?GPU blocks:"
                                 r"|max_total_num_tokens="
                                 r"|Available KV cache memory"), 0),
     # SGLang's EAGLE worker captures its drafter's graphs too (sglang/srt/speculative/eagle_worker.py: "Capture draft

@@ -22,7 +22,10 @@ READY = re.compile(r"The server is fired up and ready to roll")
 LOAD_END = re.compile(r"Load weight end\.")
 ELAPSED = re.compile(r"elapsed=([\d.]+)\s*s")
 MEM_USAGE = re.compile(r"mem usage=([\d.]+)\s*GB")
-KV = re.compile(r"KV Cache is allocated\..{0,300}?#tokens: (\d+)")
+#: SGLang 0.5.2x can size the KV cache after capturing CUDA graphs (sglang/srt/model_executor/model_runner_components/
+#: kv_pool_runtime.py: "Post-capture KV sizing: KV cache allocated. dtype: ..., #tokens: N, KV size: ..."); before, and
+#: otherwise, mem_cache/memory_pool.py: "KV Cache is allocated. dtype: ..., #tokens: N, ..."
+KV = re.compile(r"(?:KV Cache is allocated|Post-capture KV sizing: KV cache allocated)\..{0,300}?#tokens: (\d+)")
 KV_KV_SIZES = re.compile(r"K size: ([\d.]+) GB, V size: ([\d.]+) GB")
 KV_MLA_SIZE = re.compile(r"KV size: ([\d.]+) GB")
 MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(\d+)")
