@@ -83,6 +83,13 @@ class _Hit:
 #: engine may still print a line or two after the killer's message reaches the same log, so a sign of life after
 #: it does not make the log healthy.
 KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", "cgroup_oom"})
+#: Rules that only guess a kill from a process's disappearance (vLLM's "died unexpectedly"): a server seen alive
+#: after them was not killed.
+_GUESSED_KILLS = frozenset({"engine_died"})
+
+
+def _killed_from_outside(finding: Finding) -> bool:
+    return finding.category in KILLED_FROM_OUTSIDE and finding.rule not in _GUESSED_KILLS
 
 # --------------------------------------------------------------------------------------------- matching
 
@@ -288,7 +295,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
-        if health.alive_pos > finding.pos and finding.category not in KILLED_FROM_OUTSIDE:
+        if health.alive_pos > finding.pos and not _killed_from_outside(finding):
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
         finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
