@@ -228,3 +228,20 @@ def test_sglang_sizing_the_kv_cache_after_graph_capture_is_the_kv_cache_allocate
     draft = ("[2026-05-01 10:00:00 TP0] Post-capture KV sizing: draft KV cache allocated. dtype: torch.bfloat16, "
              "#tokens: 1000, KV size: 1.00 GB")
     assert list(LogReader("sglang").feed(draft)) == []
+
+
+@pytest.mark.parametrize(("line", "seconds"), [
+    ("[2025-05-01 10:00:00 TP0] Capture cuda graph end. Time elapsed: 12.3 s. mem usage=0.5 GB. avail mem=10.1 GB.",
+     12.3),
+    # SGLang 0.5.2x names the role and the pass (sglang/srt/model_executor/model_runner_components/cuda_graph_setup.py)
+    ("[2026-05-01 10:00:00 TP0] Capture target decode CUDA graph end. elapsed=12.30 s, mem usage=0.50 GB, "
+     "avail mem=20.10 GB.", 12.3),
+])
+def test_sglang_cuda_graph_capture_end_in_both_wordings(line, seconds):
+    events = list(LogReader("sglang").feed(line))
+    assert [(event.kind, event.seconds) for event in events] == [("cuda_graph_captured", seconds)]
+
+
+def test_the_drafters_graph_capture_is_not_the_models():
+    line = "[2026-05-01 10:00:00 TP0] Capture draft decode CUDA graph end. elapsed=2.30 s, mem usage=0.10 GB."
+    assert list(LogReader("sglang").feed(line)) == []

@@ -60,11 +60,13 @@ MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
                                 r"|max_total_num_tokens="
                                 r"|Available KV cache memory"), 0),
     # SGLang's EAGLE worker captures its drafter's graphs too (sglang/srt/speculative/eagle_worker.py: "Capture draft
-    # cuda graph begin. This can take up to several minutes. avail mem=...", "Capture draft extend cuda graph begin").
-    ("graphs_capturing", re.compile(r"Capture (?:piecewise |draft (?:extend )?)?cuda graph begin"
+    # cuda graph begin. This can take up to several minutes. avail mem=...", "Capture draft extend cuda graph begin");
+    # SGLang 0.5.2x names the role and the pass (model_runner_components/cuda_graph_setup.py: "Capture target decode
+    # CUDA graph begin.", "Capture draft extend CUDA graph begin.", "Capture Frozen-KV MTP draft cuda graph begin.").
+    ("graphs_capturing", re.compile(r"Capture (?:[\w-]{1,20} ){0,4}cuda graph begin"
                                     r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing batches|Capturing the model for CUDA graphs",
                                     re.IGNORECASE), 0),
-    ("graphs_captured", re.compile(r"Capture (?:piecewise |draft (?:extend )?)?cuda graph end"
+    ("graphs_captured", re.compile(r"Capture (?:[\w-]{1,20} ){0,4}cuda graph end"
                                    r"|Graph capturing finished", re.IGNORECASE), 0),
     ("server_up", re.compile(r"fired up and ready to roll|Application startup complete|Uvicorn running on"), 0),
 )

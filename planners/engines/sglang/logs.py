@@ -29,8 +29,11 @@ KV = re.compile(r"(?:KV Cache is allocated|Post-capture KV sizing: KV cache allo
 KV_KV_SIZES = re.compile(r"K size: ([\d.]+) GB, V size: ([\d.]+) GB")
 KV_MLA_SIZE = re.compile(r"KV size: ([\d.]+) GB")
 MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(\d+)")
-GRAPH_END = re.compile(r"Capture (?:piecewise )?cuda graph end\. Time elapsed: ([\d.]+) s\. mem usage=([\d.]+) GB",
-                       re.IGNORECASE)
+#: The target model's graphs, in 0.5.x's words ("Capture cuda graph end. Time elapsed: 12.3 s. mem usage=0.5 GB") and
+#: 0.5.2x's (model_runner_components/cuda_graph_setup.py: "Capture target decode CUDA graph end. elapsed=12.30 s,
+#: mem usage=0.50 GB, avail mem=..."); the drafter's own captures are not the model's.
+GRAPH_END = re.compile(r"Capture (?:piecewise |target (?:decode|verify|prefill) )?cuda graph end\. "
+                       r"(?:Time elapsed: |elapsed=)([\d.]+) s[.,] mem usage=([\d.]+) GB", re.IGNORECASE)
 DECODE = re.compile(r"Decode batch[.,] #running-req: (\d+),")
 THROUGHPUT = re.compile(r"gen throughput \(token/s\): ([\d.]+)")
 ACCEPT_LEN = re.compile(r"accept len: ([\d.]+)")
