@@ -245,3 +245,19 @@ def test_sglang_cuda_graph_capture_end_in_both_wordings(line, seconds):
 def test_the_drafters_graph_capture_is_not_the_models():
     line = "[2026-05-01 10:00:00 TP0] Capture draft decode CUDA graph end. elapsed=2.30 s, mem usage=0.10 GB."
     assert list(LogReader("sglang").feed(line)) == []
+
+
+def test_sglang_0_5_2x_arguments_logged_as_a_dict_start_a_launch_and_name_the_engine():
+    # sglang/srt/entrypoints/engine.py (0.5.23): logger.info(f"server_args={...resolved_dict()...}")
+    from bot.diagnose.reading import prepare
+    from bot.diagnose.structure import parse_structure
+    from bot.logevents import detect_engine_of
+
+    log = ("[2026-05-01 10:00:00] server_args={'model_path': '/models/Qwen3-8B', 'speculative_algorithm': 'EAGLE3'}\n"
+           "[2026-05-01 10:00:05 TP0] Load weight begin. avail mem=70.00 GB\n"
+           "[2026-05-01 10:00:59 TP0] Capture target decode CUDA graph begin. backend=flashinfer, avail mem=20.00 GB\n")
+    lines = prepare("[2026-05-01 09:00:00] server_args={'model_path': '/old'}\nan earlier launch\n" + log)
+    assert lines[0].text.startswith("server_args={'model_path': '/models/Qwen3-8B'")  # the latest launch only
+    assert [m.phase for m in parse_structure(lines).milestones] == ["args_parsed", "weights_loading",
+                                                                     "graphs_capturing"]
+    assert detect_engine_of([(line.raw, line.text) for line in lines]) == "sglang"

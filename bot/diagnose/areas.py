@@ -192,7 +192,8 @@ NATIVE_KINDS = ("kernel_crash", "segfault", "root_cause_elsewhere")
 #: "server_args=ServerArgs(... speculative_algorithm='EAGLE3' ...)", or the flags on a pasted command line.
 SPECULATIVE_ON = re.compile(
     r"speculative_config=SpeculativeConfig\(|'speculative_config': \{|\"speculative_config\": \{"
-    r"|speculative_algorithm='(?!None')\w|--speculative[-_](?:algorithm|config|model|draft)|Loading drafter model")
+    r"|speculative_algorithm='(?!None')\w|'speculative_algorithm': '(?!None')\w"  # (0.5.2x logs a dict)
+    r"|--speculative[-_](?:algorithm|config|model|draft)|Loading drafter model")
 #: What a plan or a tail that runs speculative decoding adds to the speculative area: a prior, never enough alone.
 _SPECULATIVE_PRIOR = 1
 

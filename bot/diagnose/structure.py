@@ -45,7 +45,7 @@ _KILLED = re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1
 
 #: Start-up milestones in the order a launch reaches them: (phase, pattern, group holding GB/GiB or 0).
 MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("args_parsed", re.compile(r"server_args=ServerArgs\(|non-default args:|args: Namespace\(|vLLM API server "
+    ("args_parsed", re.compile(r"server_args=(?:ServerArgs\(|\{)|non-default args:|args: Namespace\(|vLLM API server "
                                r"version"), 0),
     ("weights_loading", re.compile(r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|Starting to "
                                    r"load model|Multi-thread loading shards|Loading weights with"), 0),

@@ -139,7 +139,8 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("speculative_enabled", "speculative_config_invalid", r"^(?:AttributeError|NotImplementedError"
        r"|AssertionError|TypeError)$", 48, 0.5, "the crash ({0}) struck with speculative decoding (MTP/EAGLE) on; the drafter "
        "is the usual trigger", tail=r"--speculative[-_](?:algorithm|config|model)|speculative_config=\{|"
-       r"speculative_algorithm='(?:EAGLE|NEXTN|MTP)|speculative_config=SpeculativeConfig\(|'speculative_config': \{"),
+       r"speculative_algorithm='(?:EAGLE|NEXTN|MTP)|'speculative_algorithm': '(?:EAGLE|NEXTN|MTP|STANDALONE)"
+       r"|speculative_config=SpeculativeConfig\(|'speculative_config': \{"),
 )
 
 

@@ -11,12 +11,15 @@ from ..base import LogDialect
 
 #: Lines only SGLang prints (paths and message texts), used when the engine is not given.
 FINGERPRINT = re.compile(
-    r"server_args=ServerArgs|Decode batch[.,]|Prefill batch[.,]|Load weight (?:begin|end)|max_total_num_tokens="
-    r"|fired up and ready to roll|Scheduler hit an exception|KV Cache is allocated|Capture (?:piecewise )?cuda graph"
+    r"server_args=(?:ServerArgs|\{')|Decode batch[.,]|Prefill batch[.,]|Load weight (?:begin|end)"
+    r"|max_total_num_tokens=|fired up and ready to roll|Scheduler hit an exception|KV Cache is allocated"
+    r"|Capture (?:[\w-]{1,20} ){0,4}(?:cuda|CUDA) graph"
     r"|/sglang/|sglang\.launch_server|sglang serve|Received sigquit|SIGQUIT received|mem-fraction-static"
 )
 #: The first line of a launch: the server arguments, printed once.
-LAUNCH_START = re.compile(r"server_args=ServerArgs\(")
+#: (SGLang 0.5.2x logs the arguments as a dict: sglang/srt/entrypoints/engine.py "server_args={...}" from
+#: ServerArgs.resolved_dict(); before, the dataclass's repr "server_args=ServerArgs(...)".)
+LAUNCH_START = re.compile(r"server_args=(?:ServerArgs\(|\{)")
 #: Only this line means ready: SGLang's Uvicorn lines come BEFORE its warm-up request.
 READY = re.compile(r"The server is fired up and ready to roll")
 LOAD_END = re.compile(r"Load weight end\.")
