@@ -261,3 +261,11 @@ def test_sglang_0_5_2x_arguments_logged_as_a_dict_start_a_launch_and_name_the_en
     assert [m.phase for m in parse_structure(lines).milestones] == ["args_parsed", "weights_loading",
                                                                      "graphs_capturing"]
     assert detect_engine_of([(line.raw, line.text) for line in lines]) == "sglang"
+
+
+def test_sglang_decode_stats_with_the_forward_iteration_are_read():
+    # SGLANG_LOG_FORWARD_ITERS adds " [N]" after "Decode batch" (scheduler_components/metrics_reporter.py, 0.5.2x)
+    line = ("[2026-05-01 10:00:00 TP0] Decode batch [1200], #running-req: 3, #token: 900, token usage: 0.01, "
+            "cuda graph: True, gen throughput (token/s): 123.45, #queue-req: 0,")
+    events = list(LogReader("sglang").feed(line))
+    assert [(event.kind, event.running) for event in events] == [("decode_stats", 3)]

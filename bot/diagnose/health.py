@@ -15,7 +15,7 @@ from bot.logevents import DecodeStats, LogReader, NormalizedLine, ServerReady
 from bot.models import Diagnosis
 
 #: Access-log and scheduler lines of a working server: never an error, so never matched against the rules.
-_ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch[.,] #new-seq')
+_ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch(?: \[\d{1,12}\])?[.,] #new-seq')
 #: The line that says the server listens: the first proof of life a person looks for.
 _LISTENING = re.compile(r"Starting vLLM (?:API )?server(?: \d+)?(?: \([^)\n]{1,60}\))? on|Uvicorn running on"
                         r"|fired up and ready to roll")

@@ -393,7 +393,8 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|nn\.ModuleList|linear weights|Model loading took|initialize lk_moe|Failed to initialize \w*moe",
         re.IGNORECASE)),
     ("serving", re.compile(
-        r"fired up and ready to roll|Application startup complete|Decode batch[.,]|Prefill batch[.,]"
+        r"fired up and ready to roll|Application startup complete|Decode batch(?: \[\d{1,12}\])?[.,]"
+        r"|Prefill batch(?: \[\d{1,12}\])?[.,]"
         r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
         r"|run_batch|event_loop_(?:normal|overlap)", re.IGNORECASE)),
 )

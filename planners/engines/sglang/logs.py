@@ -11,7 +11,8 @@ from ..base import LogDialect
 
 #: Lines only SGLang prints (paths and message texts), used when the engine is not given.
 FINGERPRINT = re.compile(
-    r"server_args=(?:ServerArgs|\{')|Decode batch[.,]|Prefill batch[.,]|Load weight (?:begin|end)"
+    r"server_args=(?:ServerArgs|\{')|Decode batch(?: \[\d{1,12}\])?[.,]|Prefill batch(?: \[\d{1,12}\])?[.,]"
+    r"|Load weight (?:begin|end)"
     r"|max_total_num_tokens=|fired up and ready to roll|Scheduler hit an exception|KV Cache is allocated"
     r"|Capture (?:[\w-]{1,20} ){0,4}(?:cuda|CUDA) graph"
     r"|/sglang/|sglang\.launch_server|sglang serve|Received sigquit|SIGQUIT received|mem-fraction-static"
@@ -37,7 +38,8 @@ MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(\d+)")
 #: mem usage=0.50 GB, avail mem=..."); the drafter's own captures are not the model's.
 GRAPH_END = re.compile(r"Capture (?:piecewise |target (?:decode|verify|prefill) )?cuda graph end\. "
                        r"(?:Time elapsed: |elapsed=)([\d.]+) s[.,] mem usage=([\d.]+) GB", re.IGNORECASE)
-DECODE = re.compile(r"Decode batch[.,] #running-req: (\d+),")
+#: (" [N]", the forward iteration, with SGLANG_LOG_FORWARD_ITERS: scheduler_components/metrics_reporter.py, 0.5.2x)
+DECODE = re.compile(r"Decode batch(?: \[\d{1,12}\])?[.,] #running-req: (\d+),")
 THROUGHPUT = re.compile(r"gen throughput \(token/s\): ([\d.]+)")
 ACCEPT_LEN = re.compile(r"accept len: ([\d.]+)")
 ACCEPT_RATE = re.compile(r"accept rate: ([\d.]+)")
