@@ -297,6 +297,16 @@ def _version() -> str:
         return "unknown (not installed: run `make setup`)"
 
 
+def _diagnose_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logfile")
+    p.add_argument("--engine", choices=registry.names())
+    p.add_argument("--command", dest="launch_command",
+                   help="the command line that launched the engine, when known (e.g. sent with the log): tells "
+                        "whether it ran speculative decoding")
+    p.add_argument("--exit-code", type=int, help="the engine's exit status, when known (137: SIGKILL)")
+    p.add_argument("--json", action="store_true")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="deploybot", description="Put LLM inference servers into service on GPU hosts.",
                      parents=[_global_options(in_subcommand=False)])
@@ -333,14 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_host_commands(sub, common)
 
-    p = command("diagnose", help="diagnose a server log")
-    p.add_argument("logfile")
-    p.add_argument("--engine", choices=registry.names())
-    p.add_argument("--command", dest="launch_command",
-                   help="the command line that launched the engine, when known (e.g. sent with the log): tells "
-                        "whether it ran speculative decoding")
-    p.add_argument("--exit-code", type=int, help="the engine's exit status, when known (137: SIGKILL)")
-    p.add_argument("--json", action="store_true")
+    _diagnose_options(command("diagnose", help="diagnose a server log"))
 
     p = command("audit", help="print the audit trail")
     p.add_argument("--host")

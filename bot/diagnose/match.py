@@ -40,16 +40,13 @@ from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
     CONTEXT_LINES,
     OOM,
-    OOM_BY_PHASE,
-    OOM_MESSAGE_NOISE,
-    OOM_MESSAGE_PHASE,
     PHASE_LOOKAHEAD,
     PHASE_LOOKBACK,
-    PHASE_MARKERS,
     rules_for,
     SELF_KILL,
     Rule,
 )
+from bot.diagnose.oom_phases import OOM_BY_PHASE, OOM_MESSAGE_NOISE, OOM_MESSAGE_PHASE, PHASE_MARKERS
 from bot.diagnose.reading import FRAME as _FRAME, continued, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits

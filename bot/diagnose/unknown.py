@@ -87,8 +87,8 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
                          f"{exc.where() or '?'}")
 
 
-def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
-                 structure: TailStructure | None = None) -> Finding | None:
+def _error_lines(lines: list[LogLine]) -> tuple[list[tuple[int, LogLine]], list[tuple[int, LogLine]]]:
+    """(the exception-shaped lines, the consequence lines that name no cause) of the tail."""
     errors = [(pos, line) for pos, line in enumerate(lines)
               if line.text and not line.code and GENERIC_ERROR.search(line.text) and not FRAMING.search(line.text)
               and not _notice(line)]
@@ -100,42 +100,53 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
                   if line.text and not line.code and line.level not in ("DEBUG", "INFO")
                   and ERROR_SHAPED.search(line.text) and not FRAMING.search(line.text)
                   and not _TRACEBACK_PART.search(line.text) and not OPTIONAL_IMPORT.search(line.text)]
-    self_kill = any(SELF_KILL.search(line.text) for line in lines)
-    if errors or framing:
-        last = max(pos for pos, _ in errors + framing)
-        first = min(pos for pos, _ in errors + framing)
-        alive_after = health.alive_pos > last
-        if exit_code in (None, 0) and (alive_after or (0 <= health.ready_pos < first and not framing)):
-            return None  # request-level errors of a server that kept running
-        distinct: list[LogLine] = []
-        for _, line in reversed(errors):
-            if all(line.text != seen.text for seen in distinct):
-                distinct.append(line)
-            if len(distinct) == 3:
-                break
-        if distinct:
-            decisive = distinct[0]
-            finding = Finding(category="other", confidence=0.3, decisive=decisive, support=distinct[1:],
-                              cause=f"unrecognised crash; last error: {decisive.text[:160]}")
-            if framing:
-                finding.support.append(framing[0][1])
-            # An import that failed earlier under a WARNING is the usual origin of a later AttributeError.
-            warned = next((line for line in reversed(lines[:first]) if _IMPORT_TROUBLE.search(line.text)), None)
-            if warned is not None:
-                finding.support.append(warned)
-                finding.kind = "import_warning"
-            return finding
-        decisive = framing[-1][1]
-        inner = _INNER_ERROR.search(decisive.text)
-        if inner:
-            return Finding(category="other", confidence=0.3, decisive=decisive,
-                           cause=f"unrecognised crash; the engine reported: {inner.group(1)[:160]}",
-                           support=[line for _, line in framing[:-1]][:2])
-        cause = ("a child process failed and SGLang shut down its process tree (SIGQUIT); the child's error is not "
-                 "in this tail" if self_kill else
-                 "the engine core failed to start; the root cause was printed above this tail or by another process")
-        return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
-                       kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
+    return errors, framing
+
+
+def _last_errors(lines: list[LogLine], errors: list[tuple[int, LogLine]], framing: list[tuple[int, LogLine]],
+                 first: int) -> Finding | None:
+    """The last (up to three different) error lines quoted, with an import that failed above them."""
+    distinct: list[LogLine] = []
+    for _, line in reversed(errors):
+        if all(line.text != seen.text for seen in distinct):
+            distinct.append(line)
+        if len(distinct) == 3:
+            break
+    if not distinct:
+        return None
+    decisive = distinct[0]
+    finding = Finding(category="other", confidence=0.3, decisive=decisive, support=distinct[1:],
+                      cause=f"unrecognised crash; last error: {decisive.text[:160]}")
+    if framing:
+        finding.support.append(framing[0][1])
+    # An import that failed earlier under a WARNING is the usual origin of a later AttributeError.
+    warned = next((line for line in reversed(lines[:first]) if _IMPORT_TROUBLE.search(line.text)), None)
+    if warned is not None:
+        finding.support.append(warned)
+        finding.kind = "import_warning"
+    return finding
+
+
+def _consequence_only(framing: list[tuple[int, LogLine]], self_kill: bool) -> Finding:
+    """Only consequences in the tail ("Engine core initialization failed"): the failing process's own words when a
+    consequence quotes them, else where the cause was printed."""
+    decisive = framing[-1][1]
+    inner = _INNER_ERROR.search(decisive.text)
+    if inner:
+        return Finding(category="other", confidence=0.3, decisive=decisive,
+                       cause=f"unrecognised crash; the engine reported: {inner.group(1)[:160]}",
+                       support=[line for _, line in framing[:-1]][:2])
+    cause = ("a child process failed and SGLang shut down its process tree (SIGQUIT); the child's error is not "
+             "in this tail" if self_kill else
+             "the engine core failed to start; the root cause was printed above this tail or by another process")
+    return Finding(category="other", confidence=0.3, decisive=decisive, cause=cause,
+                   kind="root_cause_elsewhere", support=[line for _, line in framing[:-1]][:2])
+
+
+def _without_error_lines(lines: list[LogLine], exit_code: int | None, health: Health,
+                         structure: TailStructure | None, self_kill: bool) -> Finding | None:
+    """A tail with no exception line: what the engine logged at ERROR, a cut traceback, a broken compiled
+    extension, the reported exit, the exit code."""
     server_up = health.alive_pos >= 0
     logged = None if server_up else _logged_error(lines, health)
     if logged is not None:
@@ -154,6 +165,10 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
                        support=[cut.decisive] if cut is not None and cut.decisive is not None else [],
                        cause="a compiled extension failed to import (quoted) and the start went no further: a binary "
                              "built against another torch / CUDA / Python")
+    return _exit_only(lines, exit_code, self_kill)
+
+
+def _exit_only(lines: list[LogLine], exit_code: int | None, self_kill: bool) -> Finding | None:
     if exit_code in SIGKILL_EXIT_CODES and not self_kill:
         return Finding(category="host_oom_killed", confidence=0.55, decisive=last_line(lines),
                        cause=f"the engine was killed by SIGKILL (exit {exit_code}) with no error in its log: most "
@@ -165,6 +180,22 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
         return Finding(category="other", confidence=0.3, decisive=last_line(lines), cause=cause,
                        kind="segfault" if signal == "SIGSEGV" else "signal" if signal else None)
     return None
+
+
+def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
+                 structure: TailStructure | None = None) -> Finding | None:
+    """A crash no rule explains, told by its last error lines, its consequences, or only by how it ended; None for
+    a tail whose errors a running server outlived."""
+    errors, framing = _error_lines(lines)
+    self_kill = any(SELF_KILL.search(line.text) for line in lines)
+    if not (errors or framing):
+        return _without_error_lines(lines, exit_code, health, structure, self_kill)
+    last = max(pos for pos, _ in errors + framing)
+    first = min(pos for pos, _ in errors + framing)
+    alive_after = health.alive_pos > last
+    if exit_code in (None, 0) and (alive_after or (0 <= health.ready_pos < first and not framing)):
+        return None  # request-level errors of a server that kept running
+    return _last_errors(lines, errors, framing, first) or _consequence_only(framing, self_kill)
 
 
 #: An import that failed anywhere before the engine gave up on a model (a module, a compiled extension).

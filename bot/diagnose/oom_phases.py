@@ -1,0 +1,67 @@
+"""Where in the start-up a CUDA out-of-memory struck, and what that makes it: the weights not fitting, the KV cache,
+the memory profile, CUDA-graph capture or serving (the taxonomy splits one PyTorch message four ways by phase).
+
+``bot.diagnose.match`` reads the phase from the OOM's own message first, then the traceback right above it (the most
+specific phase on the stack wins), then the nearest log line that names one.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
+#: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this
+#: order; outside a traceback, the nearest log line with a marker tells.
+PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("graph", re.compile(
+        r"cuda_graph_runner|capture_model|capture_one_batch_size|Capture (?:[\w-]{1,20} ){0,4}cuda graph"
+        r"|Capturing batches"
+        r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing the model for CUDA graphs"
+        r"|init_(?:cuda|device)_graphs|graph capture|CUDAGraph|cudagraph"
+        # PyTorch's own capture (torch/cuda/graphs.py: torch.cuda.graph's __exit__ -> self.cuda_graph.capture_end())
+        # and vLLM's piecewise backend that captures each compiled piece (vllm/compilation/cuda_piecewise_backend.py,
+        # piecewise_backend.py)
+        r"|torch/cuda/graphs\.py|\bcapture_(?:begin|end)\b|piecewise_backend", re.IGNORECASE)),
+    ("profile", re.compile(
+        r"profile_run|determine_available_memory|determine_num_available_blocks|Memory profiling|_dummy_sampler_run",
+        re.IGNORECASE)),
+    ("kv", re.compile(
+        r"init_memory_pool|memory_pool\.py|TokenToKVPool|KV Cache is allocated|Memory pool end|_allocate_kv_cache"
+        r"|initialize_kv_cache|init_kv_cache|allocate_kv_cache|kv_cache_utils|profile_max_num_token"
+        r"|[GXNHCT]PU(?: \+ host)? KV cache size|Available KV cache memory", re.IGNORECASE)),
+    ("weights", re.compile(
+        r"load_model|load_weights|model_loader|weight_loader|weight_utils|Loading safetensors|Loading pt checkpoint"
+        r"|Load weight (?:begin|end)|Loading weights took|Loading model weights|Multi-thread loading shards"
+        r"|Starting to load model|create_weights|_initialize_model|ParallelLinear|VocabParallelEmbedding|FusedMoE"
+        r"|nn\.ModuleList|linear weights|Model loading took|initialize lk_moe|Failed to initialize \w*moe",
+        re.IGNORECASE)),
+    ("serving", re.compile(
+        r"fired up and ready to roll|Application startup complete|Decode batch(?: \[\d{1,12}\])?[.,]"
+        r"|Prefill batch(?: \[\d{1,12}\])?[.,]"
+        r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
+        r"|run_batch|event_loop_(?:normal|overlap)", re.IGNORECASE)),
+)
+
+#: PyTorch's OOM message always mentions "private pools (e.g., CUDA Graphs)": not a sign of graph capture.
+OOM_MESSAGE_NOISE = re.compile(r"allocated in private pools \(e\.g\., CUDA Graphs\)", re.IGNORECASE)
+
+#: The phase an OOM message itself names, checked before the surrounding lines.
+OOM_MESSAGE_PHASE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("graph", re.compile(r"cuda ?graph|capture", re.IGNORECASE)),
+    ("kv", re.compile(r"kv[ _]cache|cache blocks|memory pool", re.IGNORECASE)),
+    ("weights", re.compile(r"weights?\b|lk_moe|moe", re.IGNORECASE)),
+)
+
+#: Category and advice kind of an OOM in each phase.
+OOM_BY_PHASE: dict[str, tuple[str, str | None, str]] = {
+    "weights": ("gpu_oom_weights", None, "CUDA out of memory while loading the weights: they do not fit at this TP"),
+    "kv": ("kv_cache_insufficient", "lower",
+           "CUDA out of memory while allocating the KV cache: the weights loaded, the KV pool did not fit"),
+    "profile": ("kv_cache_insufficient", "profile",
+                "CUDA out of memory in the memory-profiling pass: weights plus activations for the largest batch do "
+                "not fit"),
+    "graph": ("cuda_graph_oom", "oom", "CUDA out of memory while capturing CUDA graphs"),
+    "serving": ("kv_cache_insufficient", "runtime",
+                "CUDA out of memory while serving: the KV pool leaves too little room for activations"),
+    "unknown": ("gpu_oom_weights", None, "CUDA out of memory (the phase is not in the log: most often the weights)"),
+}
