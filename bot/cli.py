@@ -162,14 +162,15 @@ async def cmd_chat(args: argparse.Namespace) -> int:
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
-    """Re-attach to every deployment the store says was launching, starting or ready (after a crash of the bot)."""
+    """Re-attach to every deployment the store says was launching, starting or ready (after a crash of the bot),
+    and take up the restarts by policy it had planned and not launched."""
     from bot.pipeline import Pipeline
     from handlers.console import ConsoleThread
 
     config = _config(args)
     store = _store(args)
     pipeline = Pipeline(config, store, secrets=Secrets())
-    deployments = [d for d in await store.active_deployments() if d.host in config.hosts]
+    deployments = await pipeline.resumable_deployments()
     if not deployments:
         print("nothing to resume")
         return 0

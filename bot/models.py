@@ -374,6 +374,23 @@ class Diagnosis(Frozen):
 DeploymentState = Literal["planned", "launching", "starting", "ready", "stopping", "crashed", "stopped", "failed"]
 
 
+class PendingRestart(Frozen):
+    """A restart policy.restart_on_crash has planned after a death in service and not launched yet: stored on the
+    crashed deployment so that a bot killed during the back-off resumes it on start-up (and a `stop` cancels it)."""
+
+    #: When the back-off ends and the restart is launched.
+    due_at: datetime
+    #: When the policy planned it (told on resume).
+    planned_at: datetime
+    #: The crash's category, for the thread and the audit trail.
+    category: str
+    #: The diagnoser's fix to restart with (policy.auto_fix allowed its category); None: the same plan.
+    fix: PlanOverrides | None = None
+
+    def how(self) -> str:
+        return f"with the fix for {self.category}" if self.fix is not None else "with the same plan"
+
+
 class HealingChain(Frozen):
     """What a request's relaunches have done so far (issue 17), carried from each deployment to the next, so the
     policy's limits hold across fixes and a bot restart (it is stored with the deployment)."""
@@ -386,6 +403,8 @@ class HealingChain(Frozen):
     auto_relaunches: int = 0
     #: When each restart after a death in service happened (policy.restart_on_crash, limited per hour).
     restarts: list[datetime] = Field(default_factory=list)
+    #: A restart due and not launched yet (on the crashed deployment only; cleared when it launches or is cancelled).
+    pending_restart: PendingRestart | None = None
 
 
 class Deployment(BaseModel):

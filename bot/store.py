@@ -261,6 +261,36 @@ class Store:
     async def active_deployments(self, host: str | None = None) -> list[Deployment]:
         return await self.deployments(host=host, states=ACTIVE_STATES)
 
+    async def pending_restarts(self, host: str | None = None) -> list[Deployment]:
+        """Crashed deployments with a restart the policy planned and has not launched (HealingChain.pending_restart):
+        a bot killed during the back-off resumes them on start-up. (JSON in `data`: no column, no migration.)"""
+        sql = ("SELECT data FROM deployments WHERE state = 'crashed' "
+               "AND json_extract(data, '$.chain.pending_restart') IS NOT NULL")
+        params: tuple[Any, ...] = ()
+        if host:
+            sql, params = sql + " AND host = ?", (host,)
+        rows = await self._run(self._query, sql + " ORDER BY created_at", params)
+        return [Deployment.model_validate_json(r["data"]) for r in rows]
+
+    def take_pending_restart_sync(self, deployment_id: str) -> Deployment | None:
+        """Clear a deployment's pending restart atomically and return the deployment as it was (with it), or None
+        when there was none: exactly one caller (the restart launching, or a stop cancelling it) gets it."""
+        with self._lock:
+            rows = self._db.execute("SELECT data FROM deployments WHERE id = ?", (deployment_id,)).fetchall()
+            if not rows:
+                return None
+            dep = Deployment.model_validate_json(rows[0]["data"])
+            if dep.chain.pending_restart is None:
+                return None
+            cleared = dep.model_copy(update={"chain": dep.chain.model_copy(update={"pending_restart": None}),
+                                             "updated_at": datetime.now(timezone.utc)})
+            self._db.execute("UPDATE deployments SET updated_at = ?, data = ? WHERE id = ?",
+                             (cleared.updated_at.isoformat(), cleared.model_dump_json(), deployment_id))
+            return dep
+
+    async def take_pending_restart(self, deployment_id: str) -> Deployment | None:
+        return await self._run(self.take_pending_restart_sync, deployment_id)
+
     async def deployment_for_thread(self, channel: str, thread_ts: str) -> Deployment | None:
         rows = await self._run(
             self._query,

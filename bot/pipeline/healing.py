@@ -5,7 +5,9 @@ After a crash and its diagnosis, `heal` decides what happens without a person:
   with the fix, relaunch and follow, told in the thread and audited; at most `max_auto_relaunches` times per
   request, and never a plan already tried (a fix that gives one again is no fix);
 - a death after ready with `policy.restart_on_crash`: after a back-off, a fresh probe and the same plan again (or
-  the diagnoser's fix when `auto_fix` allows its category), at most `max_restarts_per_hour` per request.
+  the diagnoser's fix when `auto_fix` allows its category), at most `max_restarts_per_hour` per request. The
+  planned restart is stored on the crashed deployment (HealingChain.pending_restart) before the back-off, so a bot
+  killed while it waits resumes it on start-up (`resume_restart`); a `stop` cancels it (bot/pipeline/ops.py).
 Otherwise it returns None, and the caller puts the fix behind an approval as before the policy existed.
 """
 
@@ -14,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bot.config import HealingPolicy
 from bot.events import Info, Thread
-from bot.models import Deployment, Diagnosis, HealingChain, HostFacts, LaunchPlan, PlanFailure, PlanOverrides, utcnow
+from bot.models import (Deployment, Diagnosis, HealingChain, HostFacts, LaunchPlan, PendingRestart, PlanFailure,
+                        PlanOverrides, utcnow)
 from bot.pipeline.base import PipelineBase
 from bot.pipeline.types import Outcome, Requester, merge_overrides
 from bot.remote import RemoteError
@@ -77,35 +80,90 @@ class HealingMixin(PipelineBase):
                                      policy: HealingPolicy, *, until_ready: bool) -> Outcome | None:
         chain = _chain_of(dep)
         now = utcnow()
-        recent = [when for when in chain.restarts if now - when < RESTART_WINDOW]
+        recent = _recent(chain, now)
         if len(recent) >= policy.max_restarts_per_hour:
-            await thread.emit(Info(message=(
-                f"policy restart_on_crash: {len(recent)} restart(s) in the last hour (max_restarts_per_hour "
-                f"{policy.max_restarts_per_hour}); not restarting again"), step="ready"))
+            await self._restart_limit(len(recent), policy, thread)
             return None
         wait_s = policy.restart_backoff_s * 2 ** len(recent)
         fixable = diagnosis.fix is not None and diagnosis.category in policy.auto_fix
-        how = f"with the fix for {diagnosis.category}" if fixable else "with the same plan"
-        await thread.emit(Info(message=f"policy restart_on_crash: restarting {how} in {wait_s:.0f} s", step="ready"))
-        await asyncio.sleep(wait_s)
-        planned = await (self._fixed_plan(dep, diagnosis, thread) if fixable else self._same_plan(dep, thread))
+        pending = PendingRestart(due_at=now + timedelta(seconds=wait_s), planned_at=now, category=diagnosis.category,
+                                 fix=diagnosis.fix.overrides if fixable and diagnosis.fix is not None else None)
+        # Stored before the back-off starts: a bot killed while it waits finds it on start-up (resume_restart).
+        dep.chain = chain.model_copy(update={"pending_restart": pending})
+        await self.store.update_deployment(dep.id, chain=dep.chain)
+        await self.store.audit("restart_planned", host=dep.host, deployment_id=dep.id, result=pending.category,
+                               detail=f"{pending.how()} at {_clock(pending.due_at)}")
+        await thread.emit(Info(message=f"policy restart_on_crash: restarting {pending.how()} in {wait_s:.0f} s",
+                               step="ready"))
+        return await self._restart_when_due(dep, pending, thread, until_ready=until_ready)
+
+    async def resume_restart(self, dep: Deployment, thread: Thread, *, until_ready: bool = False) -> Outcome:
+        """Take up, after a restart of the bot, the restart the policy had planned for this crashed deployment:
+        the rest of its back-off (none when past due), then as if the bot had never gone away."""
+        pending = dep.chain.pending_restart
+        assert pending is not None
+        left_s = max(0.0, (pending.due_at - utcnow()).total_seconds())
+        await thread.emit(Info(message=(
+            f"resuming the restart policy restart_on_crash planned at {_clock(pending.planned_at)} after "
+            f"{pending.category}: restarting {dep.model} on {dep.host} {pending.how()} "
+            + (f"in {left_s:.0f} s" if left_s else "now (it was due at " + _clock(pending.due_at) + ")")),
+            step="ready"))
+        await self.store.audit("resume", host=dep.host, deployment_id=dep.id, result="pending_restart",
+                               detail=f"{pending.how()}, due at {_clock(pending.due_at)}")
+        if not self.healing(dep.host).restart_on_crash:
+            await self.store.take_pending_restart(dep.id)
+            message = "policy restart_on_crash is off now for this host: not restarting"
+            await thread.emit(Info(message=message, step="ready"))
+            return Outcome("crashed", dep, message)
+        return await self._restart_when_due(dep, pending, thread, until_ready=until_ready) \
+            or Outcome("crashed", dep, "restart limit reached")
+
+    async def _restart_when_due(self, dep: Deployment, pending: PendingRestart, thread: Thread, *,
+                                until_ready: bool) -> Outcome | None:
+        """Wait until the restart is due (a cancel of the task leaves it stored, for the next start-up), then
+        re-plan and launch it unless a `stop` cancelled it meanwhile; taken off the store before it launches, so
+        it never launches twice."""
+        await asyncio.sleep(max(0.0, (pending.due_at - utcnow()).total_seconds()))
+        current = await self.store.get_deployment(dep.id)
+        if current is None or current.chain.pending_restart != pending:
+            return self._cancelled(dep)
+        policy = self.healing(dep.host)
+        recent = _recent(current.chain, utcnow())
+        if len(recent) >= policy.max_restarts_per_hour:
+            await self.store.take_pending_restart(dep.id)
+            await self._restart_limit(len(recent), policy, thread)
+            return None
+        overrides = merge_overrides(dep.plan.overrides, pending.fix) if pending.fix else dep.plan.overrides
+        planned = await self._planned(dep, overrides, thread)
         if isinstance(planned, Outcome):
+            await self.store.take_pending_restart(dep.id)
             return planned
         plan, facts = planned
-        await self.store.audit("auto_restart", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
-                               detail=f"restart {len(recent) + 1} in the last hour; {how}")
-        next_chain = chain.model_copy(update={"restarts": [*recent, now],
-                                              "tried_plans": [*chain.tried_plans, launch_key(plan)]})
+        # The re-plan probed the host (seconds): a stop in that time still wins, and only one caller takes it.
+        taken = await self.store.take_pending_restart(dep.id)
+        if taken is None or taken.chain.pending_restart != pending:
+            return self._cancelled(dep)
+        await self.store.audit("auto_restart", host=dep.host, deployment_id=dep.id, result=pending.category,
+                               detail=f"restart {len(recent) + 1} in the last hour; {pending.how()}")
+        next_chain = current.chain.model_copy(update={"restarts": [*recent, utcnow()], "pending_restart": None,
+                                                      "tried_plans": [*current.chain.tried_plans, launch_key(plan)]})
         return await self.launch_and_follow(plan, thread, _requester(dep), until_ready=until_ready, facts=facts,
                                             chain=next_chain)
+
+    @staticmethod
+    def _cancelled(dep: Deployment) -> Outcome:
+        return Outcome("stopped", dep, "the restart planned by policy was cancelled by a stop")
+
+    @staticmethod
+    async def _restart_limit(count: int, policy: HealingPolicy, thread: Thread) -> None:
+        await thread.emit(Info(message=(
+            f"policy restart_on_crash: {count} restart(s) in the last hour (max_restarts_per_hour "
+            f"{policy.max_restarts_per_hour}); not restarting again"), step="ready"))
 
     async def _fixed_plan(self, dep: Deployment, diagnosis: Diagnosis,
                           thread: Thread) -> tuple[LaunchPlan, HostFacts] | Outcome:
         assert diagnosis.fix is not None
         return await self._planned(dep, merge_overrides(dep.plan.overrides, diagnosis.fix.overrides), thread)
-
-    async def _same_plan(self, dep: Deployment, thread: Thread) -> tuple[LaunchPlan, HostFacts] | Outcome:
-        return await self._planned(dep, dep.plan.overrides, thread)
 
     async def _planned(self, dep: Deployment, overrides: PlanOverrides,
                        thread: Thread) -> tuple[LaunchPlan, HostFacts] | Outcome:
@@ -121,6 +179,15 @@ class HealingMixin(PipelineBase):
             message = f"the fix does not plan, so nothing is relaunched: {plan.reason}"
         await thread.emit(Info(message=message))
         return Outcome("crashed", dep, message)
+
+
+def _recent(chain: HealingChain, now: datetime) -> list[datetime]:
+    """The chain's restarts that still count against max_restarts_per_hour."""
+    return [when for when in chain.restarts if now - when < RESTART_WINDOW]
+
+
+def _clock(when: datetime) -> str:
+    return when.strftime("%H:%M:%S UTC")
 
 
 def _chain_of(dep: Deployment) -> HealingChain:

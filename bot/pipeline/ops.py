@@ -32,7 +32,11 @@ class OpsMixin(PipelineBase):
                 and (request.port is None or d.port == request.port)]
 
     async def stop_request(self, request: DeployRequest, thread: Thread, who: Requester) -> Outcome:
+        # First: a person's stop wins over a restart the policy has planned for a server that died in service.
+        cancelled = await self._cancel_pending_restarts(request, thread, who, "stopped by request")
         targets = await self._targets(request)
+        if not targets and cancelled:
+            return Outcome("stopped", cancelled[-1], "the pending restart was cancelled")
         if not targets:
             where = f" on {request.host}" if request.host else ""
             msg = f"nothing deploybot started is running{where}" + (f" for {request.model}" if request.model else "")
@@ -52,6 +56,27 @@ class OpsMixin(PipelineBase):
                     continue
             outcome = await self._stop_one(dep, thread, who)
         return outcome
+
+    async def _cancel_pending_restarts(self, request: DeployRequest, thread: Thread, who: Requester,
+                                       why: str) -> list[Deployment]:
+        """Cancel the restarts policy.restart_on_crash planned for the crashed deployments the request names (the
+        back-off running here, or stored for the next start-up): each told and audited; the cancelled ones."""
+        cancelled: list[Deployment] = []
+        for dep in await self.store.pending_restarts(request.host):
+            if (request.model is not None and dep.model != request.model) or \
+                    (request.port is not None and dep.port != request.port):
+                continue
+            taken = await self.store.take_pending_restart(dep.id)
+            if taken is None or taken.chain.pending_restart is None:
+                continue  # it launched (or another stop cancelled it) meanwhile
+            due = taken.chain.pending_restart.due_at.strftime("%H:%M:%S UTC")
+            message = (f"{dep.model} on {dep.host}: the restart planned by policy restart_on_crash (due {due}) is "
+                       f"cancelled, {why}; it will not be started again by itself")
+            await thread.emit(Info(message=message, step="stop"))
+            await self.store.audit("stop", actor=who.user, host=dep.host, deployment_id=dep.id,
+                                   result="restart_cancelled", detail=message)
+            cancelled.append(taken)
+        return cancelled
 
     async def _servers_started_elsewhere(self, request: DeployRequest) -> list[str]:
         """Inference servers the probe sees on the host that deploybot did not start (by hand, another tool), so
@@ -121,6 +146,8 @@ class OpsMixin(PipelineBase):
                 thread, who, request=request, deployment_id=dep.id, title=f"restart {dep.model} on {dep.host}")
             if isinstance(result, Outcome):
                 return result
+        # A person's restart replaces the one the policy planned: never both.
+        await self._cancel_pending_restarts(request, thread, who, "replaced by this restart")
         previous = targets[-1] if targets else (
             await self.store.last_successful(request.host, request.model) if request.host and request.model else None)
         for dep in targets:

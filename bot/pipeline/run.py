@@ -318,14 +318,23 @@ class RunMixin(PipelineBase):
             await self.offer_fix(dep, thread)
         return Outcome("crashed", dep, diagnosis.cause)
 
+    async def resumable_deployments(self) -> list[Deployment]:
+        """What a bot starting again takes up (`resume` each): the deployments the store says are active, and the
+        crashed ones whose restart by policy was planned and not launched, on the hosts app.yaml still has."""
+        deployments = await self.store.active_deployments() + await self.store.pending_restarts()
+        return [dep for dep in deployments if dep.host in self.config.hosts]
+
     async def resume(self, dep: Deployment, thread: Thread, *, until_ready: bool = False) -> Outcome:
-        """Re-attach to a deployment the store says was launching, starting or ready.
+        """Re-attach to a deployment the store says was launching, starting or ready, or take up the restart the
+        policy planned for a crashed one (`resume_restart`, bot/pipeline/healing.py).
 
         A launch cut off mid-way is checked on the host first: the launch agent, given the same deployment id,
         returns the existing launch record instead of starting a second server. Following resumes at the byte
         offset saved after the last excerpt posted, so nothing is lost or posted twice; a server that died while
         the bot was away is reported as crashed, with its diagnosis.
         """
+        if dep.state == "crashed" and dep.chain.pending_restart is not None:
+            return await self.resume_restart(dep, thread, until_ready=until_ready)
         if dep.handle is None:
             try:
                 launched = await self.backend(dep.host).launch(dep.plan, dep.id)

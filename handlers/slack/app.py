@@ -193,10 +193,11 @@ class SlackSurface:
     # ----------------------------------------------------------------------------------------- after a restart
 
     async def resume_active(self) -> list[asyncio.Future[Any]]:
-        """Follow again every deployment the store says is active, each told in its own thread (same status
-        message); deployments started from the terminal are watched and logged."""
+        """Follow again every deployment the store says is active, and take up each restart the policy planned
+        and had not launched (Pipeline.resumable_deployments), each told in its own thread (same status message);
+        deployments started from the terminal are watched and logged."""
         tasks = []
-        for dep in await self.store.active_deployments():
+        for dep in await self.pipeline.resumable_deployments():
             if dep.channel and dep.thread_ts:
                 board = await self.refs.board(dep.channel, dep.status_ts) if dep.status_ts else None
                 if board is None and dep.state == "ready":
