@@ -15,11 +15,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import yaml
+
 from bot.config import Secrets, parse_config
 from bot.events import Info, Launched, Ready, RecordingThread
 from bot.models import DeployRequest, Deployment, utcnow
 from bot.pipeline import Outcome, Pipeline, Requester
 from bot.store import Store
+from tests.procs import pid_alive
+from tests.test_faults_ssh import cli, config_dict, wait_for
 from tests.test_pipeline_ssh import ssh_config
 from tests.test_self_healing import SEED, _story, _until
 
@@ -161,3 +165,39 @@ async def test_a_restart_past_due_when_the_bot_starts_again_launches_at_once(ssh
         assert len(thread.of(Launched)) == 1 and len(_restarts(store)) == 1
     finally:
         await _cleanup(pipeline, store)
+
+
+def test_the_bot_sigkilled_during_the_back_off_restarts_the_server_on_deploybot_resume(sshd, simhost, tmp_path):
+    """The same over the CLI with a real SIGKILL of the bot's process: `deploybot resume` takes the restart up."""
+    raw = config_dict(sshd, simhost)
+    raw["policy"].update(restart_on_crash=True, restart_backoff_s=4)
+    config, db, out = tmp_path / "app.yaml", tmp_path / "state.db", tmp_path / "bot1.out"
+    config.write_text(yaml.safe_dump(raw))
+    with open(out, "w") as handle:
+        bot = cli(config, db, "ask", SEED, "--follow", stdout=handle)
+    try:
+        wait_for(lambda: "ready at" in out.read_text(), timeout=60, what="ready")
+        store = Store(db)
+        (dep,) = asyncio.run(store.active_deployments("CT129"))
+        store.close()
+        os.kill(dep.handle.pid, signal.SIGKILL)
+        wait_for(lambda: PLANNED in out.read_text(), timeout=60, what="the restart to be planned")
+        bot.send_signal(signal.SIGKILL)
+        bot.wait(timeout=10)
+    finally:
+        if bot.poll() is None:
+            bot.kill()
+    resumed = cli(config, db, "resume", "--until-ready")
+    output = resumed.communicate(timeout=90)[0].decode()
+    assert resumed.returncode == 0, output
+    assert "resuming the restart policy restart_on_crash" in output
+    store = Store(db)
+    try:
+        rows = store.audit_rows_sync()
+        assert [r["result"] for r in rows if r["action"] == "launch"] == ["launched", "launched"]
+        assert len([r for r in rows if r["action"] == "auto_restart"]) == 1
+        (new,) = asyncio.run(store.active_deployments("CT129"))
+        assert new.id != dep.id and new.state == "ready" and pid_alive(new.handle.pid)
+    finally:
+        store.close()
+        simhost.terminate_processes()
