@@ -170,15 +170,16 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     config = _config(args)
     store = _store(args)
     pipeline = Pipeline(config, store, secrets=Secrets())
-    deployments = await pipeline.resumable_deployments()
-    if not deployments:
-        print("nothing to resume")
-        return 0
-    thread = ConsoleThread()
     try:
-        outcomes = await asyncio.gather(*(pipeline.resume(d, thread, until_ready=args.until_ready) for d in deployments))
+        deployments = await pipeline.resumable_deployments()
+        if not deployments:
+            print("nothing to resume")
+            return 0
+        thread = ConsoleThread()
+        outcomes = await asyncio.gather(*(pipeline.resume(d, thread, until_ready=args.until_ready)
+                                          for d in deployments))
     finally:
-        await pipeline.close()
+        await pipeline.close()  # (also when there was nothing to resume: the pipeline holds the store's connections)
     return max(o.exit_code for o in outcomes)
 
 
