@@ -73,8 +73,8 @@ RULES: tuple[CrashRule, ...] = (
               "one request at the full context length {0} needs more KV cache than is left", kind="context"),
     # ------------------------------------------------------------------ the engine process, the platform
     CrashRule("engine_died", "host_oom_killed",
-              _r(r"Engine core proc \S+ died unexpectedly|EngineCore\S* died unexpectedly"
-                 r"|Worker proc \S+ died unexpectedly"),
+              _r(r"Engine core proc \S{1,80} died unexpectedly|EngineCore\S{0,80} died unexpectedly"
+                 r"|Worker proc \S{1,80} died unexpectedly"),  # (bounded: a 1 MB line of one token stays linear)
               20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the "
               "host OOM killer)", any_level=True),  # (the executor logs a worker's death at WARNING in some releases)
     # No GPU visible to the process (e.g. a container started without --gpus): the INFO line, then the error.
