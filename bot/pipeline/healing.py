@@ -92,7 +92,7 @@ class HealingMixin(PipelineBase):
         dep.chain = chain.model_copy(update={"pending_restart": pending})
         await self.store.update_deployment(dep.id, chain=dep.chain)
         await self.store.audit("restart_planned", host=dep.host, deployment_id=dep.id, result=pending.category,
-                               detail=f"{pending.how()} at {_clock(pending.due_at)}")
+                               detail=f"{pending.how()} at {clock(pending.due_at)}")
         await thread.emit(Info(message=f"policy restart_on_crash: restarting {pending.how()} in {wait_s:.0f} s",
                                step="ready"))
         return await self._restart_when_due(dep, pending, thread, until_ready=until_ready)
@@ -104,12 +104,12 @@ class HealingMixin(PipelineBase):
         assert pending is not None
         left_s = max(0.0, (pending.due_at - utcnow()).total_seconds())
         await thread.emit(Info(message=(
-            f"resuming the restart policy restart_on_crash planned at {_clock(pending.planned_at)} after "
+            f"resuming the restart policy restart_on_crash planned at {clock(pending.planned_at)} after "
             f"{pending.category}: restarting {dep.model} on {dep.host} {pending.how()} "
-            + (f"in {left_s:.0f} s" if left_s else "now (it was due at " + _clock(pending.due_at) + ")")),
+            + (f"in {left_s:.0f} s" if left_s else "now (it was due at " + clock(pending.due_at) + ")")),
             step="ready"))
         await self.store.audit("resume", host=dep.host, deployment_id=dep.id, result="pending_restart",
-                               detail=f"{pending.how()}, due at {_clock(pending.due_at)}")
+                               detail=f"{pending.how()}, due at {clock(pending.due_at)}")
         if not self.healing(dep.host).restart_on_crash:
             await self.store.take_pending_restart(dep.id)
             message = "policy restart_on_crash is off now for this host: not restarting"
@@ -186,7 +186,8 @@ def _recent(chain: HealingChain, now: datetime) -> list[datetime]:
     return [when for when in chain.restarts if now - when < RESTART_WINDOW]
 
 
-def _clock(when: datetime) -> str:
+def clock(when: datetime) -> str:
+    """A pending restart's times as the thread shows them."""
     return when.strftime("%H:%M:%S UTC")
 
 

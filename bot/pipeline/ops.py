@@ -13,6 +13,7 @@ from bot.engine_figures import figures_line, ready_figures
 from bot.mentions import mention
 from bot.models import DeployRequest, Deployment, HostFacts, PlanOverrides
 from bot.pipeline.base import PipelineBase
+from bot.pipeline.healing import clock
 from bot.pipeline.reports import DeploymentRow, ForeignProcess, GpuUse, HostStatus, LogTail, StatusReport, StopDone
 from bot.pipeline.types import Outcome, Requester
 from bot.remote import RemoteError
@@ -69,7 +70,7 @@ class OpsMixin(PipelineBase):
             taken = await self.store.take_pending_restart(dep.id)
             if taken is None or taken.chain.pending_restart is None:
                 continue  # it launched (or another stop cancelled it) meanwhile
-            due = taken.chain.pending_restart.due_at.strftime("%H:%M:%S UTC")
+            due = clock(taken.chain.pending_restart.due_at)
             message = (f"{dep.model} on {dep.host}: the restart planned by policy restart_on_crash (due {due}) is "
                        f"cancelled, {why}; it will not be started again by itself")
             await thread.emit(Info(message=message, step="stop"))

@@ -5,19 +5,18 @@ from __future__ import annotations
 import re
 import shlex
 
-from bot.diagnose.advice.plan_view import PlanView, argv_value_of
+from bot.diagnose.advice.plan_view import PlanView, argv_value_of, exception_message
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 
 
 #: A setting's name as the engines' checks spell it: a snake_case field (its flag is the same with hyphens) or a flag.
 _SETTING_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]{2,60}|\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b")
-_EXCEPTION_PREFIX = re.compile(r"^(?:[\w.]{0,80}\.)?[A-Z]\w{0,40}(?:Error|Exception): ")
 
 
 def _setting_step(text: str, s: PlanView) -> str:
     """The check's own words, and the flags of the settings it names (snake_case fields are --hyphenated flags)."""
-    message = _EXCEPTION_PREFIX.sub("", text)[:240]
+    message = exception_message(text)
     flags = []
     for name in _SETTING_NAME.findall(message):
         flag = name if name.startswith("--") else "--" + name.replace("_", "-")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bot.diagnose.advice.plan_view import PlanView, gib, gpu_words
+from bot.diagnose.advice.plan_view import PlanView, exception_message, gib, gpu_words
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 
@@ -42,7 +42,7 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
                 Fix(summary="--dtype float16 (what the quantized kernels support)",
                     overrides=PlanOverrides(extra_args=["--dtype", "float16"])))
     if f.kind == "refused" and f.decisive is not None:
-        message = re.sub(r"^(?:[\w.]{0,80}\.)?[A-Z]\w{0,40}(?:Error|Exception): ", "", f.decisive.text)[:240]
+        message = exception_message(f.decisive.text)
         return ([f"the quantization code refused this checkpoint or GPU: \"{message}\"; use a checkpoint whose "
                  f"method, bits and group size this engine supports on {gpu or 'this GPU'} (the message names what "
                  f"it accepts), or an engine release that supports it"], None)

@@ -3,6 +3,7 @@ the TP that would fit."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,6 +31,15 @@ _ARGV_NAMES: dict[str, tuple[str, ...]] = {
 PACKAGES = {"flash_attn": "flash-attn", "sgl_kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
              "vllm": "vllm", "sglang": "sglang", "transformers": "transformers", "triton": "triton",
              "deep_gemm": "deep-gemm", "xformers": "xformers", "outlines": "outlines", "bitsandbytes": "bitsandbytes"}
+
+
+#: The class a Python exception line begins with ("ValueError: ", "pydantic_core._pydantic_core.ValidationError: ").
+_EXCEPTION_PREFIX = re.compile(r"^(?:[\w.]{0,80}\.)?[A-Z]\w{0,40}(?:Error|Exception): ")
+
+
+def exception_message(text: str, limit: int = 240) -> str:
+    """An exception line's message without its class, for quoting a check's own words in advice."""
+    return _EXCEPTION_PREFIX.sub("", text)[:limit]
 
 
 def gib(value: float | int | None) -> str:
