@@ -111,3 +111,28 @@ def test_sglang_saying_its_scheduler_is_dead_is_a_crash(exit_line, category):
     # sglang/srt/entrypoints/engine.py _wait_for_scheduler_ready: logged without a level in SGLang's format
     log = "[2025-05-01 10:00:00] Rank 0 scheduler is dead. Please check if there are relevant logs.\n" + exit_line
     assert diagnose(log).category == category
+
+
+@pytest.mark.parametrize("line", [
+    # a setting named in prose by the words of its option (--enable-dp-attention, --chunked-prefill-size,
+    # --cpu-offload-gb, --attention-backend): sglang 0.5.9 server_args.py, vllm 0.11.0 config/lora.py
+    "AssertionError: Please enable dp attention when setting enable_dp_lm_head.",
+    "AssertionError: PD-Multiplexing is not compatible with chunked prefill.",
+    "ValueError: V0 LoRA does not support CPU offload, please use V1.",
+    "AssertionError: One of the attention backends in flashinfer is required for Qwen3ForCausalLM, but got triton",
+])
+def test_a_setting_named_in_the_words_of_its_option_is_a_bad_argument(line):
+    result = diagnose(line + "\n", exit_code=1)
+    assert result.category == "bad_argument"
+    assert result.evidence[0].text == line
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    # the same words logged as a warning of a server that goes on starting: not a crash
+    ("WARNING 05-01 10:00:00 [config.py:1] chunked prefill is not supported with this model, disabling it.\n",
+     "none"),
+    # a split by the parallel size is the tensor-parallel category's, even in the option's words
+    ("ValueError: The number of heads must be divisible by tensor parallel size.\n", "tp_not_divisible"),
+])
+def test_setting_words_leave_other_categories_and_warnings_alone(text, category):
+    assert diagnose(text, exit_code=1 if category != "none" else None).category == category

@@ -11,6 +11,7 @@ Patterns are linear-time: bounded gaps, no nested quantifiers.
 
 from __future__ import annotations
 
+from bot.diagnose.setting_phrases import SETTING_PHRASES
 from bot.diagnose.types import Rule, r
 
 #: An exception line: a dotted class name, ":" and the message (the engines' checks raise these four, and assert).
@@ -31,7 +32,7 @@ _SETTING = r"(?-i:\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b|(?<![\w-])--[a
 _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:supported|compatible|applicable|allowed)"
                     r"|not compatible with|cannot be|can only be|only supported|is required|are required|requires?"
                     r"|needs? to be|has to be|Invalid value|Must be one of|expects? [\w.-]{1,60} to be"
-                    r"|is not a valid)\b")
+                    r"|is not a valid|please (?:specify|set|enable|disable|provide)|when [\w.-]{1,60} is set)\b")
 
 #: What a check's message may name that is another category's: the drafter, a package, the GPU generation, the
 #: tensor-parallel split. Raised by the same argument and quantization checks (sglang/srt/server_args.py: "Spec v2
@@ -48,6 +49,46 @@ _CONFIG_REFUSAL = (r"\bmutually exclusive\b|\bMust be one of\b|\bSupported value
                    r"|\bInvalid value for\b|\bcannot be used (?:with|together|when)\b|\bis not supported (?:with|when"
                    r"|in combination)\b|\bdoes not support `?--[a-z]")
 
+
+
+def phrase_pattern(phrases: tuple[str, ...]) -> str:
+    """One alternation of word runs, built as a trie (each word tried once per position, not once per phrase), so
+    the pattern stays linear with a thousand phrases; words may be joined by a space, "_" or "-"."""
+    trie: dict = {}
+    for phrase in phrases:
+        node = trie
+        for word in phrase.split():
+            node = node.setdefault(word, {})
+        node[""] = {}
+
+    def alternation(node: dict) -> str:
+        branches = []
+        for word in sorted(key for key in node if key):
+            rest = node[word]
+            longer = {key: value for key, value in rest.items() if key}
+            if not longer:
+                branches.append(re_word(word) + "s?")  # "attention backends" names --attention-backend too
+                continue
+            tail = r"[ _-]" + alternation(longer)
+            # a word that ends one phrase and continues another: the continuation is optional
+            branches.append(re_word(word) + (f"(?:{tail})?" if "" in rest else tail))
+        return "(?:" + "|".join(branches) + ")"
+
+    return r"(?<![\w-])" + alternation(trie) + r"(?![\w-])"
+
+
+def re_word(word: str) -> str:
+    return word.replace(".", r"\.")
+
+
+#: A launch setting named in prose, as the engines' options spell it (setting_phrases.py, from their parsers).
+_SETTING_WORDS = phrase_pattern(SETTING_PHRASES)
+#: How a check of a setting named in prose says no or asks for another.
+_SETTING_CONSTRAINT = (r"\b(?:not (?:yet |currently )?(?:supported|compatible|allowed|applicable)|unsupported"
+                       r"|(?:does|do|can) ?not (?:support|be used)|only supports?|cannot be|must|should|unless"
+                       r"|requires?|is required|expects?|please (?:enable|disable|set|specify|use|provide)"
+                       r"|when setting|is set to|Invalid|Unknown)\b")
+
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
          r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + _REFUSE
@@ -59,6 +100,11 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
            + r"|" + _RAISED + r"[^\n]{0,160}?" + _SETTING_REFUSED + r"[^\n]{0,160}?" + _SETTING), 40, 0.5,
          "the engine's check of its settings refused a value or a combination", unsure=("other",),
          exclude=r(OTHER_AREA)),
+    Rule("named_setting_refused", "bad_argument",
+         r(_RAISED + r"[^\n]{0,160}?" + _SETTING_WORDS + r"[^\n]{0,160}?" + _SETTING_CONSTRAINT
+           + r"|" + _RAISED + r"[^\n]{0,160}?" + _SETTING_CONSTRAINT + r"[^\n]{0,160}?" + _SETTING_WORDS), 39, 0.45,
+         "the engine's check of its settings refused a value or a combination", unsure=("other",),
+         exclude=r(OTHER_AREA + r"|\bdivisible\b")),
     Rule("configuration_refused", "bad_argument", r(_RAISED + r"[^\n]{0,200}?(?:" + _CONFIG_REFUSAL + ")"), 38, 0.45,
          "the engine's check of its settings refused this combination", unsure=("other",), exclude=r(OTHER_AREA)),
     # A package the engine checks for at start ("OpenTelemetry is not available ... Ensure OpenTelemetry packages are
