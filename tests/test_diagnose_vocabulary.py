@@ -136,3 +136,47 @@ def test_a_setting_named_in_the_words_of_its_option_is_a_bad_argument(line):
 ])
 def test_setting_words_leave_other_categories_and_warnings_alone(text, category):
     assert diagnose(text, exit_code=1 if category != "none" else None).category == category
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    # the drafter named after the refusal (vllm 0.11.0 config/vllm.py; sglang 0.5.9 server_args.py)
+    ("NotImplementedError: Fast prefill optimization for KV sharing is not compatible with EAGLE as EAGLE requires "
+     "correct logits for all tokens", "speculative_config_invalid"),
+    ("ValueError: Spec v2 currently only supports topk = 1 for speculative decoding.", "speculative_config_invalid"),
+    # a model dimension over any tensor-parallel size or the world size (sglang 0.5.9 model_runner.py, models/)
+    ("AssertionError: num_attention_heads must be divisible by world_size", "tp_not_divisible"),
+    # an architecture refused in the words of a port or of a removal (sglang models/mindspore.py, vllm registry)
+    ("ValueError: Unsupported arch ['Qwen3NextForCausalLM']", "unsupported_architecture"),
+    ("ValueError: Model architecture Qwen3ForCausalLM was supported in vLLM until v0.10.2, and is not supported "
+     "anymore. Please use an older version of vLLM if you want to use this model architecture.",
+     "unsupported_architecture"),
+    # a backend for one GPU generation (sglang 0.5.9 server_args.py)
+    ("ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). Please use a different "
+     "backend.", "cuda_arch_or_driver"),
+    # too little room for a cache the engine sizes after the weights (sglang mem_cache/memory_pool.py)
+    ("AssertionError: Not enough space for mamba cache, try to increase --mamba-full-memory-ratio or "
+     "--max-mamba-cache-size.", "kv_cache_insufficient"),
+    # the distributed group's barrier (vllm distributed/utils.py)
+    ("RuntimeError: Barrier departure timed out after 300.0 s", "nccl_error"),
+])
+def test_the_engines_other_wordings_of_known_causes(line, category):
+    assert diagnose(line + "\n", exit_code=1).category == category
+
+
+def test_a_setting_named_in_prose_is_advised_with_its_flags():
+    result = diagnose("AssertionError: PD-Multiplexing is not compatible with chunked prefill.\n", exit_code=1)
+    assert '"PD-Multiplexing is not compatible with chunked prefill."' in result.next_steps[0]
+    assert "--chunked-prefill-size" in result.next_steps[0]
+
+
+def test_the_engines_own_remedy_is_quoted_when_the_advice_does_not_name_it():
+    result = diagnose("AssertionError: Not enough space for mamba cache, try to increase --mamba-full-memory-ratio or "
+                      "--max-mamba-cache-size.\n", exit_code=1)
+    assert any("try to increase --mamba-full-memory-ratio" in step for step in result.next_steps)
+
+
+def test_a_backend_for_another_gpu_generation_is_advised_as_such():
+    result = diagnose("ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). Please use "
+                      "a different backend.\n", exit_code=1)
+    assert "choose a backend or kernel this GPU runs" in result.next_steps[0]
+    assert "FP8" not in result.next_steps[0]

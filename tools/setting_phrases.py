@@ -34,8 +34,9 @@ OTHER_WORDS = {"memory", "mem", "cache", "caching", "graph", "graphs", "quantiza
 PLAIN = {"max num", "num seqs", "max model", "model len", "log level", "model name", "served model", "api key"}
 
 
-def phrases(release: str) -> set[str]:
-    found: set[str] = set()
+def phrases(release: str) -> dict[str, set[str]]:
+    """Each phrase and the long options it comes from."""
+    found: dict[str, set[str]] = {}
     for action in json.loads((HELP / f"{release}.json").read_text())["actions"]:
         for option in action["options"]:
             if not option.startswith("--"):
@@ -46,21 +47,28 @@ def phrases(release: str) -> set[str]:
             for size in range(2, min(4, len(words)) + 1):
                 for start in range(len(words) - size + 1):
                     run = words[start:start + size]
-                    if not OTHER_WORDS & set(run) and all(len(word) > 1 for word in run):
-                        found.add(" ".join(run))
-    return found - PLAIN
+                    phrase = " ".join(run)
+                    if not OTHER_WORDS & set(run) and all(len(word) > 1 for word in run) and phrase not in PLAIN:
+                        found.setdefault(phrase, set()).add(option)
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--releases", nargs="+", default=["sglang-0.5.9", "vllm-0.11.0"])
     args = parser.parse_args()
-    every = sorted(set().union(*(phrases(release) for release in args.releases)), key=lambda p: (-len(p), p))
-    body = "\n".join(f"    {phrase!r}," for phrase in every)
+    every: dict[str, set[str]] = {}
+    for release in args.releases:
+        for phrase, options in phrases(release).items():
+            every.setdefault(phrase, set()).update(options)
+    # the options a phrase is the whole of come first (they are the ones the check means), then the longer ones
+    body = "\n".join(f"    {phrase!r}: {tuple(sorted(options, key=lambda o: (len(o), o)))[:4]!r},"
+                     for phrase, options in sorted(every.items(), key=lambda item: (-len(item[0]), item[0])))
     OUT.write_text(
-        f'"""The engines\' launch settings in the words their checks use (made by tools/setting_phrases.py from\n'
-        f'the option lists of {", ".join(args.releases)} in bot/simhost/enginehelp; do not edit by hand)."""\n\n'
-        f"SETTING_PHRASES: tuple[str, ...] = (\n{body}\n)\n")
+        f'"""The engines\' launch settings in the words their checks use, each with the options it comes from (made\n'
+        f'by tools/setting_phrases.py from the option lists of {", ".join(args.releases)} in bot/simhost/enginehelp;\n'
+        f'do not edit by hand)."""\n\n'
+        f"SETTING_PHRASES: dict[str, tuple[str, ...]] = {{\n{body}\n}}\n")
     print(f"{len(every)} phrases -> {OUT.relative_to(ROOT)}")
 
 

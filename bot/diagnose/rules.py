@@ -76,7 +76,8 @@ RULES: tuple[Rule, ...] = (
          80, 0.9, "at this TP the per-GPU weight slice ({0}) is not a multiple of the quantization block ({1})",
          kind="block"),
     Rule("generic_not_divisible", "tp_not_divisible",
-         _r(r"\b(\d+) is not divisible by (\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp)"
+         _r(r"\b(\d+) is not divisible by (\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
+            r"|\w{0,20}_tp_size\b|world[ _]size\b)"
             r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"
             # experts over expert parallelism, the taxonomy's "experts ... not divisible"
             r"|\bexperts?\b[^\n]{0,40}\b(?:is |are |must be )?(?:not )?divisible by (?:the )?(?:expert|ep)[ _-]?"
@@ -84,11 +85,12 @@ RULES: tuple[Rule, ...] = (
          75, 0.85, "a model dimension ({0}) is not divisible by the tensor-parallel size ({1})", kind="heads"),
     # ------------------------------------------------------------------ model support
     Rule("architecture_not_supported", "unsupported_architecture",
-         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,40}? (?:are|is) not supported"
+         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,60}? (?:are|is) not supported"
+            r"|\bUnsupported arch(?:itecture)?s? \[?['\"]?([\w.]+)"
             # a model class named as not supported ("Qwen3NextForCausalLM is not supported by sglang yet")
             r"|\b([A-Z]\w{2,60}(?:ForCausalLM|ForConditionalGeneration|LMHeadModel))\b[^\n]{0,20} is not (?:yet )?"
             r"supported\b(?! (?:with|for|when|in combination))"),
-         80, 0.9, "this engine version does not support the architecture {0}{1}"),
+         80, 0.9, "this engine version does not support the architecture {0}{1}{2}"),
     Rule("transformers_unknown_model_type", "transformers_too_old",
          _r(r"model type [`'\"]?([\w.-]+)[`'\"]? but Transformers does not recognize this architecture"),
          80, 0.9, "the installed transformers does not know model type '{0}'", unsure=("unsupported_architecture",)),
@@ -105,15 +107,18 @@ RULES: tuple[Rule, ...] = (
     Rule("speculative_invalid", "speculative_config_invalid",
          _r(r"speculat[^\n]{0,200}\b(?:not supported|not compatible|not implemented|not yet supported|invalid"
             r"|does not support"
-            r"|must be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
-            r"|\b(?:expected both|invalid|unsupported|not supported|not compatible|does not (?:yet )?support)\b"
-            r"[^\n]{0,60}\bspeculat"
+            r"|must be|cannot be|only supported|only supports?|is required|requires?|(?:was|is) provided without)\b"
+            r"|\b(?:expected both|invalid|unsupported|not supported|not compatible|does not (?:yet )?support"
+            r"|only supports?|must be|must not be|cannot be|requires?)\b[^\n]{0,80}\bspeculat"
             r"|only [\w ,]{1,120} speculative algorithms? (?:is|are) supported"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
     Rule("draft_invalid", "speculative_config_invalid",
          _r(r"\b(?:eagle3?|mtp|nextn|draft[ _]model|num_speculative_tokens|n_predict)\b[^\n]{0,200}"
             r"\b(?:not supported|not compatible|only supported|only supports?|not implemented|invalid|must be"
-            r"|does not support)\b"),
+            r"|does not support)\b"
+            # ... and the other way round ("... is not compatible with EAGLE as EAGLE requires ...")
+            r"|\b(?:not (?:yet )?(?:supported|compatible)|does not (?:yet )?support|only supports?)\b[^\n]{0,60}"
+            r"\b(?:eagle3?|mtp|nextn|draft[ _]models?)\b"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
     Rule("draft_weights_missing", "speculative_config_invalid",
          _r(r"KeyError: '([^']*(?:mtp|nextn|eagle|draft|spec_)[^']*)'"), 72, 0.75,
@@ -218,6 +223,13 @@ RULES: tuple[Rule, ...] = (
          _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)|only supports? Ampere GPUs or newer"
             r"|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
+    # A feature for one GPU generation ("TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)",
+    # sglang server_args.py; "FlashMLA is only supported on Hopper devices.", vllm attention/ops/flashmla.py).
+    Rule("gpu_generation_only", "cuda_arch_or_driver",
+         _r(r"\b(?:only supported|only available|only works|supported only) on (?:NVIDIA )?(Blackwell|Hopper"
+            r"|Ada(?: Lovelace)?|Ampere)\b"),
+         70, 0.6, "a feature set for this launch runs only on {0} GPUs", kind="generation",
+         unsure=("bad_argument",)),
     # ------------------------------------------------------------------ JIT compilation
     Rule("python_headers", "jit_compile_failure", _r(r"fatal error: Python\.h: No such file or directory"), 82, 0.9,
          "a JIT build needs the Python development headers (Python.h), which are not installed", kind="python_dev"),
@@ -277,7 +289,8 @@ RULES: tuple[Rule, ...] = (
          kind="nccl", any_level=True),
     Rule("collective_timeout", "nccl_error",
          _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
-            r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"),
+            r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"
+            r"|\bBarrier [\w ]{0,30}timed out"),
          50, 0.7, "a multi-GPU collective timed out (one rank stalled or died)", kind="timeout", any_level=True),
     # ------------------------------------------------------------------ native crashes outside the taxonomy
     Rule("illegal_memory_access", "other",

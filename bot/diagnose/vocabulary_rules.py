@@ -11,6 +11,8 @@ Patterns are linear-time: bounded gaps, no nested quantifiers.
 
 from __future__ import annotations
 
+import re
+
 from bot.diagnose.setting_phrases import SETTING_PHRASES
 from bot.diagnose.types import Rule, r
 
@@ -82,7 +84,19 @@ def re_word(word: str) -> str:
 
 
 #: A launch setting named in prose, as the engines' options spell it (setting_phrases.py, from their parsers).
-_SETTING_WORDS = phrase_pattern(SETTING_PHRASES)
+_SETTING_WORDS = phrase_pattern(tuple(SETTING_PHRASES))
+_SETTING_WORDS_RE = re.compile(_SETTING_WORDS, re.IGNORECASE)
+
+
+def flags_named_in_prose(message: str) -> list[str]:
+    """The options whose words a check's message uses ("not compatible with chunked prefill": --chunked-prefill-size,
+    --enable-chunked-prefill), in the order the message names them."""
+    flags: list[str] = []
+    for found in _SETTING_WORDS_RE.finditer(message):
+        phrase = re.sub(r"[ _-]", " ", found.group(0).lower())
+        options = SETTING_PHRASES.get(phrase) or SETTING_PHRASES.get(phrase[:-1], ())
+        flags.extend(option for option in options[:2] if option not in flags)
+    return flags
 #: How a check of a setting named in prose says no or asks for another.
 _SETTING_CONSTRAINT = (r"\b(?:not (?:yet |currently )?(?:supported|compatible|allowed|applicable)|unsupported"
                        r"|(?:does|do|can) ?not (?:support|be used)|only supports?|cannot be|must|should|unless"
@@ -118,6 +132,13 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
          60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module",
          # (a kernel library's own build cache missing a module is its JIT's, flashinfer's MissingJITCacheError)
          exclude=r(r"JIT cache|MissingJITCacheError")),
+    # The KV cache (or another per-request cache: mamba state) named with too little room for it ("Not enough space
+    # for mamba cache, try to increase --mamba-full-memory-ratio", sglang mem_cache/memory_pool.py; "insufficient
+    # memory to allocate kv cache", vllm attention/layer.py).
+    Rule("cache_room_short", "kv_cache_insufficient",
+         r(r"\b(?:not enough|insufficient) (?:GPU )?(?:memory|space|room) (?:to allocate|for) (?:the )?"
+           r"(?:[\w-]{1,20} )?(?:kv[ _-]?)?cache\b"), 70, 0.75,
+         "too little GPU memory is left for the cache the engine allocates after the weights", kind="raise"),
     # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
     Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",
          r(r"Cannot find any [\w-]{1,30} ?model weights|Could not find checkpoint files|The file size different is "

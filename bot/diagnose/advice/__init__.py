@@ -32,6 +32,12 @@ from bot.models import Fix, PlanOverrides
 
 __all__ = ["PlanView", "advise"]
 
+#: The engine's own remedy in its message ("try to increase --mamba-full-memory-ratio or --max-mamba-cache-size",
+#: "Please increase --max-model-len"): quoted when the advice does not already name that flag.
+_ENGINE_SUGGESTS = re.compile(r"\b(?:please |try (?:to )?|consider )(?:increas|decreas|reduc|lower|rais|set|us|enabl"
+                              r"|disabl|add|pass|specify)\w{0,4}\b[^.;\n]{0,160}?(--[a-z][\w-]{1,60})[^.;\n]{0,80}",
+                              re.IGNORECASE)
+
 #: The advisers that need only the finding and the plan.
 _ADVISERS: dict[str, Callable[[Finding, PlanView], Advice]] = {
     "kv_cache_insufficient": advise_kv,
@@ -73,6 +79,9 @@ def advise(f: Finding, s: PlanView, lines: list[LogLine]) -> Advice:
             sentence = flag_history(s.engine, flag, installed_version(s))
             if sentence:
                 steps.append(sentence)
+    suggested = _ENGINE_SUGGESTS.search(f.decisive.text) if f.decisive is not None else None
+    if suggested and not any(suggested.group(1) in step for step in steps):
+        steps.append(f"the engine's own message suggests: \"{suggested.group(0).strip()}\"")
     if f.category == "speculative_config_invalid":
         # The release that added MTP drafting for this architecture, when the compatibility table knows it.
         sentence = version_sentence(architecture_named(f, s), s, mtp=True)

@@ -7,6 +7,7 @@ import shlex
 
 from bot.diagnose.advice.plan_view import PlanView, argv_value_of, exception_message
 from bot.diagnose.types import Advice, Finding
+from bot.diagnose.vocabulary_rules import flags_named_in_prose
 from bot.models import Fix, PlanOverrides
 
 
@@ -22,6 +23,7 @@ def _setting_step(text: str, s: PlanView) -> str:
         flag = name if name.startswith("--") else "--" + name.replace("_", "-")
         if flag not in flags:
             flags.append(flag)
+    flags += [flag for flag in flags_named_in_prose(message) if flag not in flags]
     given = [flag for flag in flags if flag in {token.split("=", 1)[0] for token in s.argv}]
     named = ", ".join(given or flags[:3])
     return (f"the engine's own check refused the settings: \"{message}\""
@@ -76,7 +78,7 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      f"the installed release): pick one the engine's --help lists for that setting, or upgrade the "
                      f"engine if the value is newer than the build; a framework that launches the engine (verl, "
                      f"OpenRLHF) may be passing it")
-    elif f.rule in ("setting_refused", "configuration_refused"):
+    elif f.rule in ("setting_refused", "configuration_refused", "named_setting_refused"):
         steps.append(_setting_step(text, s))
     elif f.match is not None and f.rule == "argparse_invalid":
         steps.append(f"{f.match.group(1)}: {f.match.group(2)}")

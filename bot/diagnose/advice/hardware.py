@@ -23,6 +23,13 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
         steps.append(f"{gpu or 'this GPU'} has no bfloat16: run in float16 (--dtype float16)")
         fix = Fix(summary="--dtype float16 (no bfloat16 on this GPU)",
                   overrides=PlanOverrides(extra_args=["--dtype", "float16"]))
+    elif f.kind == "generation" and f.decisive is not None:
+        chosen = [token for token in s.argv if token.startswith("--") and "backend" in token]
+        steps.append(f"the engine's check says: \"{exception_message(f.decisive.text)}\"; {gpu or 'this GPU'} is "
+                     f"not of that generation: choose a backend or kernel this GPU runs"
+                     + (f" (the plan passes {', '.join(chosen)})" if chosen else
+                        " (drop the flag that chose it and let the engine pick)")
+                     + ", or run on such a GPU")
     elif f.kind == "capability":
         steps.append(f"{f.cause}: on {gpu or 'this GPU'} do not use this feature (e.g. FP8 needs compute "
                      f"capability 8.9+): a bf16/fp16 or AWQ/GPTQ checkpoint, or a newer GPU")
