@@ -180,3 +180,12 @@ def test_a_backend_for_another_gpu_generation_is_advised_as_such():
                       "a different backend.\n", exit_code=1)
     assert "choose a backend or kernel this GPU runs" in result.next_steps[0]
     assert "FP8" not in result.next_steps[0]
+
+
+@pytest.mark.parametrize("line", [
+    # torch's c10d TCPStore when the rendezvous port is held (torch/csrc/distributed/c10d/socket.cpp)
+    "RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0",
+    "OSError: Failed to bind to 0.0.0.0:30000",
+])
+def test_a_bind_that_failed_is_a_taken_port(line):
+    assert diagnose(line + "\n", exit_code=1).category == "port_in_use"

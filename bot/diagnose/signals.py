@@ -50,7 +50,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|\bport \d{2,5} is used by process\b"
                     # Docker publishing the port (moby's port allocator: "Bind for 0.0.0.0:8000 failed: port is
                     # already allocated"); Windows' WSAEADDRINUSE by its number
-                    r"|\bport is already allocated\b|\bWSAEADDRINUSE\b|\[WinError 10048\])"),
+                    r"|\bport is already allocated\b|\bWSAEADDRINUSE\b|\[WinError 10048\]"
+                    # torch's c10d store when its port is held ("The server socket has failed to listen on any local
+                    # network address"), a bind that failed on a port or an address:port
+                    r"|\bserver socket has failed to (?:listen|bind)\b"
+                    r"|\b(?:failed|unable) to bind (?:to )?(?:port \d{2,5}|[\w.:\[\]-]{1,60}:\d{2,5}\b))"),
          80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
          exclude=_PORT_RETRY),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
