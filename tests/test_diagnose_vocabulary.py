@@ -189,3 +189,18 @@ def test_a_backend_for_another_gpu_generation_is_advised_as_such():
 ])
 def test_a_bind_that_failed_is_a_taken_port(line):
     assert diagnose(line + "\n", exit_code=1).category == "port_in_use"
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    # sglang 0.5.9 jit_kernel/flash_attention/cute/interface.py, raised from a JIT kernel's module: the GPU's
+    # capability, not the build
+    ('  File "/usr/local/lib/python3.12/dist-packages/sglang/jit_kernel/flash_attention/cute/interface.py", line 479, '
+     'in _check\n    raise ValueError(\nValueError: Unsupported compute capability: 86. Supported: 9.x, 10.x, 11.x\n',
+     "cuda_arch_or_driver"),
+    # a quantization method's kernels for one generation (sglang 0.5.9 layers/quantization/)
+    ("RuntimeError: MXFP8 MoE quantization requires SM100.\n", "quantization_unsupported"),
+])
+def test_a_check_of_the_gpu_generation(text, category):
+    result = diagnose(text, exit_code=1)
+    assert result.category == category
+    assert set(result.alternatives) & {"cuda_arch_or_driver", "bad_argument"}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from bot.diagnose.types import Rule, r
 from bot.diagnose.structure import RaisedException, TailStructure
-from bot.diagnose.vocabulary_rules import OTHER_AREA
+from bot.diagnose.vocabulary_rules import CAPABILITY, OTHER_AREA
 
 _ANY = r(r"^(.{1,300})")
 
@@ -69,7 +69,8 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        frames=r"/models/registry\.py", depth=3),
     _s("jit_build_frames", "jit_compile_failure", r".", 64, 0.75, "a JIT kernel build failed ({0})", kind="build",
        frames=r"flashinfer/jit/|torch/utils/cpp_extension\.py|deep_gemm/jit|triton/runtime/build\.py"
-       r"|/jit_kernel/|tvm_ffi/|triton/compiler/", depth=6, exclude=r"out of memory|no kernel image"),
+       # (a kernel module refusing this GPU's capability is the architecture's, not a build's)
+       r"|/jit_kernel/|tvm_ffi/|triton/compiler/", depth=6, exclude=r"out of memory|no kernel image|" + CAPABILITY),
     _s("torch_compile_frames", "jit_compile_failure", r".", 60, 0.7, "torch.compile failed ({0})",
        kind="torch_compile", frames=r"torch/_inductor/|torch/_dynamo/", depth=6, exclude=r"out of memory"),
     _s("hub_frames", "hub_access", r"(?:HTTPError|ConnectionError|Timeout|MaxRetryError|NotFoundError|OSError"

@@ -103,6 +103,12 @@ _SETTING_CONSTRAINT = (r"\b(?:not (?:yet |currently )?(?:supported|compatible|al
                        r"|requires?|is required|expects?|please (?:enable|disable|set|specify|use|provide)"
                        r"|when setting|is set to|Invalid|Unknown)\b")
 
+#: A GPU generation or compute capability a check asks for, or refuses.
+CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:requires?|needs?|only supports?"
+               r"|only (?:supported|available|works|runs) (?:on|for|with)|supported only (?:on|for))"
+               r" (?:an? )?(?:NVIDIA )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
+               r"|CUDA capability|device capability|(?:Blackwell|Hopper|Ada|Ampere)\b))")
+
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
          r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + _REFUSE
@@ -132,6 +138,18 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
          60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module",
          # (a kernel library's own build cache missing a module is its JIT's, flashinfer's MissingJITCacheError)
          exclude=r(r"JIT cache|MissingJITCacheError")),
+    # A check of the GPU's generation or compute capability ("Unsupported compute capability: 86. Supported: 9.x",
+    # sglang jit_kernel/flash_attention; "X requires SM100", "only supports sm_90a"): the architecture's, unless the
+    # feature refused is a quantization method, which the taxonomy files as "quantization method unsupported on this
+    # GPU" (vllm layers/quantization/: "MXFP8 MoE quantization requires SM100.").
+    Rule("gpu_capability_quantization", "quantization_unsupported",
+         r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + CAPABILITY), 46, 0.55,
+         "the quantization kernels need another GPU generation than this one", kind="gpu",
+         unsure=("cuda_arch_or_driver",)),
+    Rule("gpu_capability_refused", "cuda_arch_or_driver",
+         r(_RAISED + r"[^\n]{0,160}?" + CAPABILITY), 45, 0.55,
+         "a feature of this launch needs another GPU generation (compute capability) than this one", kind="generation",
+         unsure=("bad_argument",), exclude=r(_QUANT)),
     # The KV cache (or another per-request cache: mamba state) named with too little room for it ("Not enough space
     # for mamba cache, try to increase --mamba-full-memory-ratio", sglang mem_cache/memory_pool.py; "insufficient
     # memory to allocate kv cache", vllm attention/layer.py).
