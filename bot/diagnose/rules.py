@@ -175,8 +175,10 @@ RULES: tuple[Rule, ...] = (
          _r(r"(?<![\w.+-])(lib[\w.+-]{0,200}\.so[\w.]*+): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
          "a compiled library cannot be loaded ({0}{1}): a binary built against other versions", kind="binary",
          exclude=OPTIONAL_IMPORT, unsure=("cuda_arch_or_driver",)),
+    # (an ImportError that says a method is not supported, or asks for a newer transformers, is that check's)
     Rule("import_error", "missing_dependency", _r(r"^ImportError: (.+)"), 65, 0.75,
-         "an import failed: {0}", kind="import"),
+         "an import failed: {0}", kind="import",
+         exclude=_r(r"\bis not (?:yet )?supported\b|upgrade (?:your )?transformers")),
     Rule("please_install", "missing_dependency",
          _r(r"\b(?:please install|pip install) ([\w.\[\]-]+)|(?<![\w.-])([\w.-]++) is not installed\b"), 50, 0.65,
          "a required package is not installed ({0}{1})", kind="module", exclude=OPTIONAL_IMPORT),

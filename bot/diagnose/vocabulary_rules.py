@@ -107,7 +107,8 @@ _SETTING_CONSTRAINT = (r"\b(?:not (?:yet |currently )?(?:supported|compatible|al
 CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:requires?|needs?|only supports?"
                r"|only (?:supported|available|works|runs) (?:on|for|with)|supported only (?:on|for))"
                r" (?:an? )?(?:NVIDIA )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
-               r"|CUDA capability|device capability|(?:Blackwell|Hopper|Ada|Ampere)\b))")
+               r"|CUDA capability|device capability|(?:Blackwell|Hopper|Ada|Ampere)\b)"
+               r"|\b(?:current|this) (?:platform|GPU|device) does not support\b)")
 
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
