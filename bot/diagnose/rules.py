@@ -25,6 +25,7 @@ from bot.diagnose.signals import SIGNAL_RULES
 from bot.diagnose.library_rules import LIBRARY_RULES
 from bot.diagnose.slurm_rules import SLURM_RULES
 from bot.diagnose.vocabulary_rules import VOCABULARY_RULES
+from bot.diagnose.weights_rules import WEIGHTS_RULES
 from planners.engines import registry
 
 #: Category placeholder: a CUDA OOM whose category depends on the phase it struck in.
@@ -121,7 +122,8 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:eagle3?|mtp|nextn|draft[ _]models?)\b"),
          78, 0.85, "the speculative-decoding (MTP/EAGLE) settings are not valid for this model or engine version"),
     Rule("draft_weights_missing", "speculative_config_invalid",
-         _r(r"KeyError: '([^']*(?:mtp|nextn|eagle|draft|spec_)[^']*)'"), 72, 0.75,
+         # (EAGLE-3 heads name their one decoder layer "midlayer": sglang models/llama_eagle3.py)
+         _r(r"KeyError: '([^']*(?:mtp|nextn|eagle|draft|spec_|midlayer)[^']*)'"), 72, 0.75,
          "the MTP/draft weights could not be loaded ({0} not found): the checkpoint or this engine version does not "
          "provide the drafter"),
     # ------------------------------------------------------------------ model files and the hub
@@ -225,6 +227,12 @@ RULES: tuple[Rule, ...] = (
          _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)|only supports? Ampere GPUs or newer"
             r"|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
+    # The engine's own minimum ("SGLang only supports sm 75 and above", "requires sm_80 or newer").
+    Rule("sm_minimum", "cuda_arch_or_driver",
+         _r(r"\b(?:only supports?|requires?|needs?) (?:an? )?(?:GPUs? )?(?:with )?(?:sm|SM) ?_?(\d{2,3})\w? ?(?:and\s{1,3}(?:above|"
+            r"newer|later|up)|or\s{1,3}(?:above|newer|later|higher)|\+)"), 74, 0.8,
+         "the engine needs compute capability sm_{0} or newer; this GPU is older", kind="capability",
+         any_level=True),
     # A feature for one GPU generation ("TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)",
     # sglang server_args.py; "FlashMLA is only supported on Hopper devices.", vllm attention/ops/flashmla.py).
     Rule("gpu_generation_only", "cuda_arch_or_driver",
@@ -315,7 +323,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + VOCABULARY_RULES
+) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + VOCABULARY_RULES + WEIGHTS_RULES
 
 
 @lru_cache(maxsize=8)

@@ -56,6 +56,13 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("fallback_in_tail", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError)$", 56, 0.6,
        "the engine resolved the model to its generic Transformers fallback class, which failed ({0})",
        kind="fallback", tail=r"Resolved architecture: Transformers|" + _FALLBACK_CLASS + r"|model_impl=.?transformers"),
+    # A bare AssertionError whose raising line checks the split ("assert self.total_num_kv_heads % tp_size == 0",
+    # vllm models/chatglm.py; vllm-project/vllm#1581): the source line Python prints under the frame says it.
+    _s("assert_split_by_tp", "tp_not_divisible", r"^AssertionError$", 72, 0.8,
+       "a model dimension is not divisible by the tensor-parallel size (the engine's assert on the split: {0})",
+       # (the tail, not the frames: a pasted excerpt often starts mid-frame, with the File line cut)
+       kind="heads", tail=r"^\s{0,12}assert [\w.()\[\] ]{1,80} % \(?[\w.]{0,40}(?:tp_size|tensor_parallel_size"
+       r"|tp_world_size|world_size|\btp)\)? ?== ?0", message=r"^$"),
     _s("unrecognized_model", "model_files_missing_or_corrupt", r"^ValueError$", 70, 0.75,
        "the model folder's config.json has no usable model_type ({0})", kind="path",
        message=r"^Unrecognized model in"),

@@ -54,6 +54,13 @@ def advise_files(f: Finding, s: PlanView) -> Advice:
     elif re.search(r"MetadataIncompleteBuffer|incomplete metadata|unexpected EOF|failed reading zip", text):
         steps.append("a shard is truncated (an interrupted download or copy): download it again and compare "
                      "checksums with the source")
+    if f.kind == "weights_mismatch" and f.match is not None:
+        tensor, model_class = f.match.group(1), f.match.group(2)
+        steps.append(f"the checkpoint holds {tensor}, which {model_class} has no place for: check that config.json's "
+                     f"'architectures' names the class these weights were saved from (a fine-tune or export often "
+                     f"keeps the base model's, or drops a vision tower's prefix), or that this engine version already "
+                     f"supports that variant; `python -c \"import json; print(json.load(open('config.json'))"
+                     f"['architectures'])\"` in the model folder shows it")
     if f.kind == "path" or not steps:
         where = path or "the model folder"
         steps.append(f"check that {where} exists on the host and holds config.json and every shard")

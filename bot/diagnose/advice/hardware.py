@@ -53,6 +53,11 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
         return ([f"the quantization code refused this checkpoint or GPU: \"{message}\"; use a checkpoint whose "
                  f"method, bits and group size this engine supports on {gpu or 'this GPU'} (the message names what "
                  f"it accepts), or an engine release that supports it"], None)
+    if f.kind == "layout" and f.match is not None:
+        return ([f"the checkpoint's quantized layout does not fit this engine's model class ({f.match.group(1)}): "
+                 f"the engine does not support this quantization for this model or for one of its layers (an MoE "
+                 f"router gate, a shared expert, a vision tower); use a checkpoint quantized with a method the "
+                 f"engine lists for this architecture, a release that added it, or the bf16 checkpoint"], None)
     if f.kind == "unknown":
         return ([f"{s.engine or 'the engine'} {s.plan.engine_version if s.plan and s.plan.engine_version else ''} "
                  f"does not know this quantization method: upgrade the engine or use a checkpoint in a format it "

@@ -1,0 +1,48 @@
+"""Rules for a checkpoint's tensors that do not fit the engine's model class: what the name of the missing or
+unexpected tensor says about the cause.
+
+The loaders fail the same way for different causes, and the tensor's name tells them apart:
+- a quantization tensor (GPTQ's ``g_idx``/``qweight``/``qzeros``, AWQ's ``scales``, FP8's ``weight_scale``/
+  ``input_scale``, compressed-tensors' ``weight_packed``) the model class has no place for: the quantized checkpoint's
+  layout is not supported for this model (vllm-project/vllm#25029, #1100: "KeyError: 'layers.35.mlp.gate.g_idx'");
+  a quantized linear layer keeps ``qweight``, so code asking such a layer for ``.weight`` fails the same way
+  (vllm-project/vllm#4331: "MergedColumnParallelLinear object has no attribute weight");
+- a tensor the generic Transformers fallback class has no place for (vLLM's ``TransformersForCausalLM``): the
+  engine has no native implementation of the architecture (vllm-project/vllm#28517);
+- any other parameter the model class lacks ("There is no module or parameter named 'language_model' in
+  Gemma3ForCausalLM", vllm model_executor/models/utils.py AutoWeightsLoader): the checkpoint's weight names are
+  not those of its declared architecture (vllm-project/vllm#15031), modest since a newer engine may know them.
+"""
+
+from __future__ import annotations
+
+from bot.diagnose.types import Rule, r
+
+#: The tensors quantization methods add to a layer (vllm/sglang layers/quantization/: gptq.py, awq.py, fp8.py,
+#: compressed_tensors/).
+_QUANT_TENSOR = (r"(?:g_idx|qweight|qzeros|scales|weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape"
+                 r"|weight_zero_point|weight_global_scale|qscale\w{0,10})")
+#: The generic fallback model classes (vllm/model_executor/models/transformers*.py).
+_FALLBACK_CLASS = r"Transformers\w{0,20}(?:ForCausalLM|Model|ForConditionalGeneration|MoE\w{0,20})"
+
+WEIGHTS_RULES: tuple[Rule, ...] = (
+    Rule("quantized_tensor_unplaced", "quantization_unsupported",
+         r(r"^(?:KeyError: |ValueError: There is no module or parameter named )'([\w.]{0,200}\." + _QUANT_TENSOR
+           + r")'"), 74, 0.7,
+         "the quantized checkpoint's tensor {0} has no place in this engine's model class: this quantization layout "
+         "is not supported for the model", kind="layout", unsure=("model_files_missing_or_corrupt",)),
+    Rule("quantized_layer_has_no_weight", "quantization_unsupported",
+         r(r"\b(\w{0,40}(?:Parallel)?Linear\w{0,20})'? object has no attribute '?weight'?(?![\w_])"), 62, 0.6,
+         "{0} has no .weight: a quantized layer (it holds qweight) reached code written for unquantized weights",
+         kind="layout", unsure=("other",), any_level=True),
+    Rule("fallback_class_lacks_parameter", "unsupported_architecture",
+         r(r"There is no module or parameter named '([\w.]{1,200})' in (" + _FALLBACK_CLASS + r")\b"), 73, 0.7,
+         "the engine ran this model through its generic {1} fallback, which has no place for {0}: no native "
+         "implementation of the architecture", kind="fallback", unsure=("transformers_too_old",)),
+    Rule("class_lacks_parameter", "model_files_missing_or_corrupt",
+         r(r"There is no module or parameter named '([\w.]{1,200})' in ([A-Z]\w{1,80})\b"), 55, 0.5,
+         "the checkpoint has a tensor {0} that the model class {1} does not: its weights are not those of the "
+         "architecture its config declares (or this engine version predates them)",
+         kind="weights_mismatch", unsure=("unsupported_architecture", "other")),
+
+)

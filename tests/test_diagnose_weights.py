@@ -1,0 +1,59 @@
+"""A checkpoint's tensors that do not fit the engine's model class (bot/diagnose/weights_rules.py): the tensor's
+name tells a quantized layout, a generic fallback class and a mismatched checkpoint apart. Each line is written from
+the engines' loaders (vllm model_executor/models/utils.py AutoWeightsLoader's "There is no module or parameter
+named", the per-model load_weights' KeyError on params_dict), not copied from the corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    # GPTQ / AWQ / FP8 tensors a model class has no place for
+    ("KeyError: 'model.layers.3.mlp.experts.0.down_proj.qweight'", "quantization_unsupported"),
+    ("ValueError: There is no module or parameter named 'model.layers.0.mlp.gate.weight_scale' in Qwen3MoeForCausalLM",
+     "quantization_unsupported"),
+    # a quantized layer asked for .weight
+    ("AttributeError: 'QKVParallelLinear' object has no attribute 'weight'", "quantization_unsupported"),
+    # the generic fallback class
+    ("ValueError: There is no module or parameter named 'vision_proj' in TransformersForCausalLM",
+     "unsupported_architecture"),
+    # another parameter the declared class lacks
+    ("ValueError: There is no module or parameter named 'visual.merger.ln_q.weight' in Qwen2ForCausalLM",
+     "model_files_missing_or_corrupt"),
+    # an EAGLE-3 head's layer loaded by the target's model class (sglang models/llama_eagle3.py names it midlayer)
+    ("KeyError: 'midlayer.mlp.down_proj.weight'", "speculative_config_invalid"),
+])
+def test_the_tensor_name_decides(line, category):
+    result = diagnose(line + "\n", exit_code=1)
+    assert result.category == category
+    assert result.evidence[0].text == line
+
+
+def test_a_plain_weight_keyerror_stays_unrecognised():
+    # an ordinary tensor name says nothing of the cause by itself
+    assert diagnose("KeyError: 'model.layers.13.mlp.experts.w13_weight'\n", exit_code=1).category == "other"
+
+
+def test_a_bare_assert_on_the_split_is_tp_not_divisible_even_when_the_file_line_is_cut():
+    log = ('odel_executor/models/chatglm.py", line 53, in __init__\n'
+           "    assert self.total_num_kv_heads % tp_size == 0\nAssertionError\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "tp_not_divisible"
+
+
+def test_the_advice_for_a_mismatched_checkpoint_names_the_tensor_and_the_class():
+    result = diagnose("ValueError: There is no module or parameter named 'visual.merger.ln_q.weight' in "
+                      "Qwen2ForCausalLM\n", exit_code=1)
+    assert "visual.merger.ln_q.weight" in result.next_steps[0] and "Qwen2ForCausalLM" in result.next_steps[0]
+    assert "architectures" in result.next_steps[0]
+
+
+@pytest.mark.parametrize("line", [
+    "SGLang only supports sm75 and above",
+    "RuntimeError: this build requires sm_80 or newer",
+])
+def test_the_engines_own_minimum_gpu(line):
+    assert diagnose(line + "\n", exit_code=1).category == "cuda_arch_or_driver"
