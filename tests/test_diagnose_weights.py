@@ -57,3 +57,28 @@ def test_the_advice_for_a_mismatched_checkpoint_names_the_tensor_and_the_class()
 ])
 def test_the_engines_own_minimum_gpu(line):
     assert diagnose(line + "\n", exit_code=1).category == "cuda_arch_or_driver"
+
+
+_SGLANG_UP = """\
+[2026-06-16 11:23:49] KV Cache is allocated. #tokens: 2058562, K size: 13.42 GB, V size: 13.42 GB
+[2026-06-16 11:23:49] Memory pool end. avail mem=38.26 GB
+[2026-06-16 11:23:50] INFO:     Started server process [9]
+[2026-06-16 11:23:50] INFO:     Waiting for application startup.
+[2026-06-16 11:23:50] INFO:     Application startup complete.
+[2026-06-16 11:23:50] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)
+[2026-06-16 11:23:51] INFO:     127.0.0.1:55342 - "GET /model_info HTTP/1.1" 200 OK
+"""
+
+
+def test_sglang_refusing_its_warm_up_request_is_a_crash_not_still_starting():
+    # SGLang logs its scheduler's refusal as a plain line, without a level, and the ready line never comes
+    log = _SGLANG_UP + "[2026-06-16 11:23:51] Sliding window attention for audio tokens requires FlashInfer.\n"
+    result = diagnose(log)
+    assert result.category == "other"
+    assert "warm-up request failed" in result.cause
+    assert result.evidence[0].text.endswith("requires FlashInfer.")
+
+
+def test_a_warm_up_still_under_way_stays_healthy():
+    log = _SGLANG_UP + "[2026-06-16 11:23:51] Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0\n"
+    assert diagnose(log).category == "none"

@@ -269,3 +269,24 @@ def error_shaped_end(lines: list[LogLine], health: Health) -> Finding | None:
     return Finding(category="other", confidence=0.3, decisive=decisive, pos=pos,
                    support=[line for _, line in shaped[-3:-1]],
                    cause=f"the start-up never reached the server and the log ends on an error: {decisive.text[:160]}")
+
+
+#: How a failed request's reason reads when the engine logs it as a plain line (SGLang logs its scheduler's
+#: refusals without a level: "Bidirectional attention for image tokens requires TritonAttnBackend.").
+_REFUSAL_WORDS = re.compile(r"\b(?:requires?|not supported|unsupported|not implemented|cannot|can't|failed to)\b",
+                            re.IGNORECASE)
+
+
+def warmup_refusal_end(lines: list[LogLine], health: Health) -> Finding | None:
+    """SGLang's HTTP side is up, the warm-up request has not come back (no ready line, no decode), and the tail ends on
+    a refusal printed without a level: the warm-up request failed (sgl-project/sglang#28171). Modest: the server may
+    have gone on after the tail was cut."""
+    if health.http_up is None or health.ready is not None or health.decode is not None:
+        return None
+    last = next(((pos, line) for pos, line in reversed(list(enumerate(lines))) if line.text.strip()), None)
+    if last is None or last[0] in health.routine or last[1].level in ("DEBUG", "INFO") \
+            or not _REFUSAL_WORDS.search(last[1].text):
+        return None
+    pos, decisive = last
+    return Finding(category="other", confidence=0.35, decisive=decisive, pos=pos,
+                   cause=f"the HTTP server was up but the warm-up request failed: {decisive.text[:160]}")

@@ -33,7 +33,7 @@ from pathlib import Path
 from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
-from bot.diagnose.areas import SPECULATIVE_ON, error_shaped_end, place
+from bot.diagnose.areas import SPECULATIVE_ON, error_shaped_end, place, warmup_refusal_end
 from bot.diagnose.health import healthy_diagnosis, read_health
 from bot.diagnose.ops import place_missing_op, place_missing_platform
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
@@ -295,7 +295,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
         if health.alive_pos > finding.pos and not _killed_from_outside(finding):
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
-        finding = unrecognised(lines, exit_code, health, structure) or error_shaped_end(lines, health)
+        finding = warmup_refusal_end(lines, health) or unrecognised(lines, exit_code, health, structure) \
+            or error_shaped_end(lines, health)
     if finding is None:
         return healthy_diagnosis(lines, health)
     speculative = bool(plan and plan.speculative not in (None, "none")) \
