@@ -82,3 +82,39 @@ def test_sglang_refusing_its_warm_up_request_is_a_crash_not_still_starting():
 def test_a_warm_up_still_under_way_stays_healthy():
     log = _SGLANG_UP + "[2026-06-16 11:23:51] Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0\n"
     assert diagnose(log).category == "none"
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    # the drafter's weights a checkpoint does not ship (vllm models/deepseek_mtp.py: the MTP layer's shared_head)
+    ("ValueError: Following weights were not initialized from checkpoint: {'model.layers.61.shared_head.norm.weight'}"
+     "\n", "speculative_config_invalid"),
+    ("ValueError: Following weights were not initialized from checkpoint: {'lm_head.weight'}\n",
+     "model_files_missing_or_corrupt"),
+    # the NCCL watchdog carrying a kernel's crash is the kernel's
+    ("[rank0]:[E416 13:29:57.332110411 ProcessGroupNCCL.cpp:2057] [PG ID 0 PG GUID 0 Rank 0] Process group watchdog "
+     "thread terminated with exception: CUDA error: an illegal memory access was encountered\n", "other"),
+    # a kernel build's tool or compiler backend
+    ("[2025-12-15 17:14:46 TP0] Failed to load JIT fused kernel: ninja exited with status 1\n", "jit_compile_failure"),
+    ("error: flash_attn.py:88:0: stack frame size (140000) exceeds limit (131056) in function 'attn_fwd'\n",
+     "jit_compile_failure"),
+    # a CUDA driver API function missing from libcuda
+    ("ImportError: /usr/lib/python3/dist-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: cuTensorMapEncodeIm2col"
+     "\n", "cuda_arch_or_driver"),
+    # a C++ symbol missing, the paste wrapped after "undefined symbol:"
+    ("ImportError: /opt/venv/lib/python3.12/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol:\n"
+     "_ZN3c104cuda9SetDeviceEi\n", "missing_dependency"),
+    # Ascend's kernels built for another SoC
+    ("RuntimeError: Can not support soc_version: 250.\n", "cuda_arch_or_driver"),
+])
+def test_build_driver_and_device_wordings(text, category):
+    assert diagnose(text, exit_code=1).category == category
+
+
+def test_vllms_cuda_extension_warning_is_routine_on_another_platform():
+    log = """\
+INFO 06-23 13:44:05 [__init__.py:235] Platform plugin ascend is activated
+WARNING 06-23 13:44:08 [_custom_ops.py:22] Failed to import from vllm._C with ImportError('/opt/vllm/_C.abi3.so: undefined symbol: _ZN3c104Type3getEv')
+"""
+    assert diagnose(log).category == "none"
+    # ... but on CUDA it is the broken binary
+    assert diagnose(log.replace("ascend", "cuda")).category == "missing_dependency"

@@ -145,6 +145,12 @@ RULES: tuple[Rule, ...] = (
     Rule("checkpoint_unreadable", "model_files_missing_or_corrupt",
          _r(r"PytorchStreamReader failed reading zip archive|invalid load key|unexpected EOF while reading"),
          70, 0.8, "a checkpoint file is truncated or corrupt", kind="corrupt"),
+    # ... unless the missing weights are the drafter's: the MTP layer (vllm models/deepseek_mtp.py names its head
+    # "shared_head"; "mtp"/"nextn" elsewhere) that the checkpoint does not ship (vllm-project/vllm#25993)
+    Rule("draft_weights_not_initialized", "speculative_config_invalid",
+         _r(r"Following weights were not initialized from checkpoint[^\n]{0,2000}?(?:shared_head|\bmtp|nextn|eagle"
+            r"|draft)"), 62, 0.75,
+         "the checkpoint lacks the MTP / draft weights the speculative setting needs", kind="draft_weights"),
     Rule("weights_not_initialized", "model_files_missing_or_corrupt",
          _r(r"Following weights were not initialized from checkpoint"), 60, 0.7,
          "the checkpoint lacks weights the model needs", kind="corrupt"),
@@ -173,6 +179,13 @@ RULES: tuple[Rule, ...] = (
     Rule("module_missing", "missing_dependency", _r(r"No module named '([\w.]+)'"), 72, 0.9,
          "the Python module '{0}' is not installed in the engine's environment", kind="module",
          exclude=OPTIONAL_IMPORT),
+    # cu* is the CUDA driver API (libcuda.so, installed with the driver): a binary that needs a symbol the driver
+    # lacks was built for a newer driver ("undefined symbol: cuGreenCtxStreamCreate", green contexts arrived in
+    # CUDA 12.4's driver; sgl-project/sglang#8131).
+    Rule("driver_symbol_missing", "cuda_arch_or_driver",
+         _r(r"undefined symbol: (cu[A-Z][A-Za-z0-9_]{2,60})\b"), 74, 0.75,
+         "a compiled kernel needs the CUDA driver function {0}, which the installed driver lacks: the driver is "
+         "older than the build", kind="driver", unsure=("missing_dependency",)),
     Rule("shared_library", "missing_dependency",
          _r(r"(?<![\w.+-])(lib[\w.+-]{0,200}\.so[\w.]*+): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
          "a compiled library cannot be loaded ({0}{1}): a binary built against other versions", kind="binary",
@@ -210,6 +223,13 @@ RULES: tuple[Rule, ...] = (
     # kernel for the GPU's capability (csrc/quantization/.../scaled_mm_entry.cu: "No compiled cutlass_scaled_mm for a
     # compute capability less than CUDA device capability: 121", a wheel built without sm_121; vllm-project/vllm#9419
     # for 75).
+    # Ascend's CANN / vllm-ascend refusing the NPU model: the build's kernels are for another SoC
+    # ("Can not support soc_version: 104", "the socversion Ascend910B1 of bin package does not match the current
+    # device socverison Ascend310P3"; vllm-project/vllm-ascend#6796, #2725).
+    Rule("npu_soc_unsupported", "cuda_arch_or_driver",
+         _r(r"\bcan ?not support soc_?version\b|\bsoc_?vers?ion \S{1,40} of bin package does not match"
+            r"|\bunsupported soc_?version\b"), 76, 0.8,
+         "the engine's kernels are not built for this NPU (its SoC version)", kind="arch"),
     Rule("kernel_not_compiled_for_gpu", "cuda_arch_or_driver",
          # (ROCm's HIP says it the same way: "HIP error: invalid device function", hipErrorNoBinaryForGpu)
          _r(r"(?:CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction"

@@ -127,6 +127,15 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("deepgemm_jit", "jit_compile_failure",
          r(r"DeepGEMM[^\n]{0,80}(?:compil|JIT)[^\n]{0,80}(?:fail|error)|deep_gemm[^\n]{0,40}jit[^\n]{0,80}error"),
          70, 0.75, "DeepGEMM's JIT kernel build failed", kind="build"),
+    # A kernel build that failed in its build tool or its compiler's backend: "Failed to load JIT HiCache kernel:
+    # ninja exited with status 2" (sglang jit_kernel), LLVM's "stack frame size (164332) exceeds limit (131056)"
+    # (Triton for ROCm, vllm-project/vllm#9319), a compiler's crash dump ("Program arguments: .../bishengir-compile",
+    # LLVM's PrettyStackTrace, sgl-project/sglang#11546).
+    Rule("kernel_build_tool_failed", "jit_compile_failure",
+         r(r"\bninja exited with status [1-9]|\bFailed to (?:load|build|compile) JIT\b[^\n]{0,80}kernel"
+           r"|\bstack frame size \(\d{1,12}\) exceeds limit\b"
+           r"|^\s{0,8}\d{0,3}\.?\s{0,4}Program arguments: \S{0,200}(?:compile|clang|llc|\bopt|ptxas|nvcc|mlir)\S{0,40}"),
+         70, 0.75, "a JIT kernel build failed in its build tool or compiler", kind="compiler_error", any_level=True),
     Rule("compiler_failed", "jit_compile_failure",
          # (Triton on Windows builds its launcher with the tcc it ships: triton/runtime/tcc/tcc.exe)
          r(r"CalledProcessError: Command '\['[^']{0,200}\b(?:gcc|g\+\+|cc|c\+\+|clang\+?\+?|nvcc|tcc|cl)(?:\.exe)?'"
@@ -159,7 +168,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|RendezvousTimeoutError|RendezvousClosedError"
            r"|c10d[^\n]{0,80}(?:Connection (?:reset|refused|closed)|Broken pipe)|ProcessGroupNCCL[^\n]{0,120}"
            r"(?:error|fail|timed? ?out|abort)"), 56, 0.7,
-         "multi-GPU / multi-node communication (torch.distributed) failed", kind="nccl", any_level=True),
+         "multi-GPU / multi-node communication (torch.distributed) failed", kind="nccl", any_level=True,
+         # (the NCCL watchdog reporting a CUDA kernel's crash: "watchdog thread terminated with exception: CUDA
+         # error: an illegal memory access was encountered" is the kernel's, sgl-project/sglang#22987)
+         exclude=r(r"illegal memory access|device-side assert|misaligned address|illegal instruction")),
     # ------------------------------------------------------------------ the CUDA driver and devices
     Rule("no_gpu", "cuda_arch_or_driver",
          r(r"no CUDA-capable device is detected|cudaErrorNoDevice|Found no NVIDIA driver on your system"

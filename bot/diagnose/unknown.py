@@ -18,8 +18,21 @@ SIGKILL_EXIT_CODES = frozenset({137, -9})
 #: A compiled extension of the engine that failed to import: vLLM only warns ("Failed to import from vllm._C with
 #: ImportError(... undefined symbol ...)") and dies at the first op (vllm-project/vllm#5501).
 #: macOS's loader says "Symbol not found" where Linux says "undefined symbol" (vllm-project/vllm#15066).
-BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefined symbol: \S|cannot open shared "
+# (a paste wrapped at "undefined symbol:" puts the symbol on the next line: kvcache-ai/sglang#33)
+BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefined symbol:(?: \S|\s*$)|cannot open shared "
                               r"object file|Symbol not found: \S")
+
+#: vLLM on another platform than CUDA (a platform plugin such as vllm-ascend, or the CPU/XPU/TPU builds) never loads
+#: its CUDA extension, and vllm/_custom_ops.py warns "Failed to import from vllm._C" on every start there
+#: (vllm-project/vllm-ascend#1425): on such a platform that warning is routine, not a broken binary.
+_OTHER_PLATFORM = re.compile(r"Platform plugin (?!cuda\b)\w+ is activated|Automatically detected platform "
+                             r"(?:cpu|npu|xpu|tpu|hpu|neuron)\b", re.IGNORECASE)
+
+
+def _broken_extension(lines: list[LogLine]) -> LogLine | None:
+    other_platform = any(_OTHER_PLATFORM.search(line.text) for line in lines)
+    return next((line for line in reversed(lines) if BROKEN_EXTENSION.search(line.text)
+                 and not (other_platform and "Failed to import from vllm._C" in line.text)), None)
 
 
 #: An import failure logged as a mere warning before a crash.
@@ -151,8 +164,7 @@ def _without_error_lines(lines: list[LogLine], exit_code: int | None, health: He
     logged = None if server_up else _logged_error(lines, health)
     if logged is not None:
         return logged
-    broken = None if server_up else next((line for line in reversed(lines) if BROKEN_EXTENSION.search(line.text)),
-                                         None)
+    broken = None if server_up else _broken_extension(lines)
     cut = None if server_up and exit_code in (None, 0) else _cut_traceback(lines, structure)
     if cut is not None and broken is None:
         return cut
