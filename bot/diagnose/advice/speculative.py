@@ -16,7 +16,8 @@ def advise_speculative(f: Finding, s: PlanView) -> Advice:
     if kept:
         return kept
     steps: list[str] = []
-    if re.search(r"KeyError: '[^']*(?:mtp|nextn|eagle|draft)", text, re.IGNORECASE):
+    if re.search(r"KeyError: '[^']*(?:mtp|nextn|eagle|draft|midlayer)", text, re.IGNORECASE) \
+            or f.kind == "draft_weights":
         steps.append("the checkpoint has no MTP/draft weights this engine version can load (a fine-tune that "
                      "dropped them, or a loader bug in this version)")
     if "num_speculative_tokens" in text or "n_predict" in text:
