@@ -118,3 +118,13 @@ WARNING 06-23 13:44:08 [_custom_ops.py:22] Failed to import from vllm._C with Im
     assert diagnose(log).category == "none"
     # ... but on CUDA it is the broken binary
     assert diagnose(log.replace("ascend", "cuda")).category == "missing_dependency"
+
+
+@pytest.mark.parametrize("line", [
+    "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32",
+    "error: failures have been detected while processing an MLIR pass pipeline",
+    "RuntimeError: PassManager::run failed",
+    "RuntimeError: NVRTC_ERROR_COMPILATION (6)",
+])
+def test_a_compiler_backends_own_failure_is_a_kernel_build(line):
+    assert diagnose(line + "\n", exit_code=1).category == "jit_compile_failure"

@@ -134,6 +134,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("kernel_build_tool_failed", "jit_compile_failure",
          r(r"\bninja exited with status [1-9]|\bFailed to (?:load|build|compile) JIT\b[^\n]{0,80}kernel"
            r"|\bstack frame size \(\d{1,12}\) exceeds limit\b"
+           # LLVM's report_fatal_error, MLIR's pass manager (Triton lowers through both), NVRTC's runtime compiler
+           r"|^LLVM ERROR: |failures have been detected while processing an MLIR pass pipeline|PassManager::run failed"
+           r"|\bnvrtc: error\b|\bNVRTC_ERROR_\w{3,40}"
            r"|^\s{0,8}\d{0,3}\.?\s{0,4}Program arguments: \S{0,200}(?:compile|clang|llc|\bopt|ptxas|nvcc|mlir)\S{0,40}"),
          70, 0.75, "a JIT kernel build failed in its build tool or compiler", kind="compiler_error", any_level=True),
     Rule("compiler_failed", "jit_compile_failure",
