@@ -204,3 +204,11 @@ def test_a_check_of_the_gpu_generation(text, category):
     result = diagnose(text, exit_code=1)
     assert result.category == category
     assert set(result.alternatives) & {"cuda_arch_or_driver", "bad_argument"}
+
+
+def test_a_quantization_method_the_build_does_not_list_is_quantization_unsupported():
+    line = ("vllm serve: error: argument --quantization/-q: invalid choice: 'mxint4' (choose from 'awq', 'fp8', "
+            "'gptq')")
+    result = diagnose(line + "\n", exit_code=2)
+    assert result.category == "quantization_unsupported"
+    assert "mxint4" in result.cause and "bad_argument" in result.alternatives

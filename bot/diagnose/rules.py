@@ -50,6 +50,12 @@ RULES: tuple[Rule, ...] = (
     # ArgumentError), whatever the message: its invalid choice / int value, or the engine's type function's text,
     # as vLLM's JSON flags word it ("error: argument --speculative-config: Value method:dspark cannot be converted to
     # <function loads>", vllm/engine/arg_utils.py parse_type; a shell that split the JSON).
+    # ... except a quantization method the build does not list: the same as "Unknown quantization method" below, the
+    # engine (or its platform plugin) lacks that method (vllm-project/vllm-ascend#902: "--quantization ascend" on an
+    # image whose plugin did not register it)
+    Rule("quantization_choice_unknown", "quantization_unsupported",
+         _r(r"error: argument --quantization(?:/-q)?: invalid choice: '([\w-]+)'"), 91, 0.85,
+         "this engine build does not know the quantization method '{0}'", kind="unknown", unsure=("bad_argument",)),
     Rule("argparse_invalid", "bad_argument",
          _r(r"error: argument (--?[\w-]+)(?:/--?[\w-]+)*: (\S.{0,300})"),
          90, 0.95, "invalid value for {0}: {1}"),
