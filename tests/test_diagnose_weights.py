@@ -128,3 +128,22 @@ WARNING 06-23 13:44:08 [_custom_ops.py:22] Failed to import from vllm._C with Im
 ])
 def test_a_compiler_backends_own_failure_is_a_kernel_build(line):
     assert diagnose(line + "\n", exit_code=1).category == "jit_compile_failure"
+
+
+@pytest.mark.parametrize(("log", "category"), [
+    # a traceback cut inside zmq's bind (the "Address already in use" line lost)
+    ("Traceback (most recent call last):\n"
+     '  File "/opt/venv/lib/python3.10/site-packages/vllm/entrypoints/openai/rpc/server.py", line 30, in __init__\n'
+     '    self.socket.bind(f"tcp://127.0.0.1:{port}")\n'
+     '  File "/opt/venv/lib/python3.10/site-packages/zmq/sugar/socket.py", line 311, in bind\n'
+     "    super().bind(addr)\n", "port_in_use"),
+    # ... and inside the KV cache's sizing
+    ("Traceback (most recent call last):\n"
+     '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 80, in __init__\n'
+     "    kv_cache_configs = get_kv_cache_configs(vllm_config, kv_cache_specs, available_gpu_memory)\n"
+     '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/core/kv_cache_utils.py", line 1100, in '
+     "check_enough_kv_cache_memory\n"
+     "    raise ValueError(\n", "kv_cache_insufficient"),
+])
+def test_a_traceback_cut_before_its_exception_is_placed_by_its_frames(log, category):
+    assert diagnose(log, exit_code=1).category == category

@@ -92,6 +92,13 @@ AREAS: tuple[Area, ...] = (
                            r"|piecewise_backend|cuda_graph", _I),
          words=re.compile(r"cuda ?graph|cudagraph|graph capture|\bcapturing\b", _I), kind="capture",
          phase="graphs_capturing"),
+    # The KV cache's sizing and allocation after the weights (vllm v1/core/kv_cache_utils.py
+    # check_enough_kv_cache_memory, the worker's determine_available_memory; sglang mem_cache/, init_memory_pool):
+    # a tail cut inside them is the KV cache not fitting (vllm-project/vllm#20726).
+    Area("kv_cache_insufficient", "the KV cache did not fit in what the weights left: {0}",
+         frames=re.compile(r"check_enough_kv_cache_memory|kv_cache_utils\.py|determine_available_memory"
+                           r"|get_kv_cache_configs?\b|init_memory_pool|sglang/srt/mem_cache/", _I),
+         kind="raise"),
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
          words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b(?:Volta|Turing|Ampere|Hopper"
@@ -104,7 +111,10 @@ AREAS: tuple[Area, ...] = (
     Area("bad_argument", "the engine refused a launch setting: {0}",
          frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", _I),
          words=re.compile(r"(?<![\w-])--(?!speculative-)[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
+    # A socket's bind on the call chain (zmq/sugar/socket.py bind, vLLM's shm_broadcast remote socket, SGLang's
+    # port checks): a tail cut before "Address already in use" still shows where it failed (vllm-project/vllm#7196).
     Area("port_in_use", "a port the engine binds is taken: {0}",
+         frames=re.compile(r"zmq/sugar/socket\.py bind\b|[\w.]{0,40}socket\.bind\(|\bbind_port\b|socket\.py bind\b", _I),
          words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"
                           r"|\bbind\b[^\n]{0,80}\b(?:fail|error|in use|taken)|failed to (?:bind|listen)\b"
                           r"|\bport\b[^\n]{0,40}\b(?:in use|taken|occupied|not available|unavailable|busy)\b", _I)),
@@ -254,13 +264,18 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
 END_LINES = 6
 
 
+#: The source line Python prints under a frame for a failed assert: only a traceback shows it
+#: (vllm-project/vllm#18906, a paste of that one line).
+_ASSERT_SOURCE = re.compile(r"^\s{0,12}assert [\w.(\[]")
+
+
 def error_shaped_end(lines: list[LogLine], health: Health) -> Finding | None:
     """A tail that never showed the server alive and ends on error-shaped lines: a crash (``other``, its lines
     quoted), so a short fragment without an exit code is never called healthy."""
     if health.alive_pos >= 0 or health.http_up is not None or health.listening is not None:
         return None
     last = [(pos, line) for pos, line in enumerate(lines) if line.text][-END_LINES:]
-    shaped = [(pos, line) for pos, line in last if DEATH_SIGNS.search(line.text) or (
+    shaped = [(pos, line) for pos, line in last if DEATH_SIGNS.search(line.text) or _ASSERT_SOURCE.search(line.text) or (
         line.level not in ("DEBUG", "INFO", "WARNING") and ERROR_SHAPED.search(line.text)
         and not OPTIONAL_IMPORT.search(line.text))]
     if not shaped:
