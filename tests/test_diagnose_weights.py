@@ -147,3 +147,14 @@ def test_a_compiler_backends_own_failure_is_a_kernel_build(line):
 ])
 def test_a_traceback_cut_before_its_exception_is_placed_by_its_frames(log, category):
     assert diagnose(log, exit_code=1).category == category
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("ValueError: max_num_seqs (512) exceeds available Mamba cache blocks (300).\n", "kv_cache_insufficient"),
+    ("RuntimeError: Not enough memory for 16 blocks of KV cache.\n", "kv_cache_insufficient"),
+    # the NVIDIA kernel driver's allocation failure, as dmesg shows it on a unified-memory host
+    ("Aug 01 18:03:03 spark kernel: NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051)"
+     "\n", "gpu_oom_weights"),
+])
+def test_more_memory_wordings(text, category):
+    assert diagnose(text, exit_code=1).category == category

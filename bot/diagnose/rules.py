@@ -296,7 +296,9 @@ RULES: tuple[Rule, ...] = (
          80, 0.85, "CUDA graph capture failed", kind="capture"),
     Rule("cuda_oom", OOM,
          _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
-            r"|(?:HIP|NPU|XPU|MUSA) out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"),
+            r"|(?:HIP|NPU|XPU|MUSA) out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"
+            # the NVIDIA kernel driver's own allocation failure (NVRM in the kernel log; unified-memory GB10 / WSL)
+            r"|\bNV_ERR_NO_MEMORY\b"),
          70, 0.8, "CUDA out of memory",
          exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
     # ------------------------------------------------------------------ multi-GPU communication

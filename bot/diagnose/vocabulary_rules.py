@@ -156,7 +156,10 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
     # memory to allocate kv cache", vllm attention/layer.py).
     Rule("cache_room_short", "kv_cache_insufficient",
          r(r"\b(?:not enough|insufficient) (?:GPU )?(?:memory|space|room) (?:to allocate|for) (?:the )?"
-           r"(?:[\w-]{1,20} )?(?:kv[ _-]?)?cache\b"), 70, 0.75,
+           r"(?:\d{1,12} blocks of (?:the )?)?(?:[\w-]{1,20} )?(?:kv[ _-]?)?cache\b"
+           # more sequences than the cache has blocks for ("max_num_seqs (1024) exceeds available Mamba cache blocks
+           # (856)", vllm-project/recipes#551)
+           r"|\bexceeds? (?:the )?available (?:[\w-]{1,20} )?(?:kv[ _-]?)?cache blocks\b"), 70, 0.75,
          "too little GPU memory is left for the cache the engine allocates after the weights", kind="raise"),
     # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
     Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",
