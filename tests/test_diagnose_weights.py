@@ -158,3 +158,15 @@ def test_a_traceback_cut_before_its_exception_is_placed_by_its_frames(log, categ
 ])
 def test_more_memory_wordings(text, category):
     assert diagnose(text, exit_code=1).category == category
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    # a traceback cut before its exception line: the raise statement's literal is the message
+    ('  File "/opt/venv/lib/python3.12/site-packages/vllm/transformers_utils/config.py", line 300, in get_config\n'
+     '    raise ValueError(f"No supported config format found in {model}.")\n', "model_files_missing_or_corrupt"),
+    ("OSError: Found 0 files matching the pattern: `^tekken\\.json$`. Make sure that a Mistral tokenizer is present\n",
+     "model_files_missing_or_corrupt"),
+    ("ERROR 05-12 15:40:22 engine.py:400] The model: Qwen/Qwen3-8B has no revision: v2.1 !\n", "hub_access"),
+])
+def test_the_loaders_and_hubs_other_wordings(text, category):
+    assert diagnose(text, exit_code=1).category == category

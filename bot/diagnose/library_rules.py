@@ -33,6 +33,17 @@ LIBRARY_RULES: tuple[Rule, ...] = (
            r"|FileIntegrityError|integrity check failed|the download may be incomplete"), 76, 0.8,
          "a downloaded model file is incomplete or corrupt (its size or checksum does not match) ({0})", kind="corrupt",
          any_level=True),
+    # A file the tokenizer or loader looks for by pattern is not in the folder (vLLM's Mistral tokenizer mode:
+    # "Found 0 files matching the pattern: `^tokenizer\.model\.v.*$|^tekken\.json$`", vllm-project/vllm#8995).
+    Rule("no_file_matches", "model_files_missing_or_corrupt",
+         r(r"\bFound 0 files matching the pattern\b"), 72, 0.75,
+         "the model folder lacks a file the loader looks for by name pattern (a tokenizer or weight file)",
+         kind="path"),
+    # ModelScope's hub answering that the repo has no such revision ("The model: Qwen/X has no revision: main !",
+    # modelscope hub/api.py; vllm-project/vllm-ascend#829): the hub lookup failed.
+    Rule("hub_revision_missing", "hub_access",
+         r(r"\bThe model: [\w./-]{1,200} has no revision\b"), 72, 0.75,
+         "the model hub has no such revision of this repo (or the lookup was refused)", any_level=True),
     Rule("enum_value_invalid", "bad_argument",
          r(r"'([^'\n]{1,80})' is not a valid ([A-Z][A-Za-z0-9]{1,60})\b"), 64, 0.7,
          "'{0}' is not one of the values {1} accepts: a setting was given a value this engine version does not know",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.diagnose.advice.plan_view import PlanView
@@ -266,6 +266,24 @@ def _refine(finding: Finding, lines: list[LogLine], structure: TailStructure, ex
     import_behind_inspection(finding, lines)
 
 
+#: A raise statement with its message as a literal ('raise ValueError(f"No supported config format found in
+#: {model}.")'): the source line Python prints under the innermost frame.
+_RAISE_LITERAL = re.compile(r"""^\s{0,40}raise ([A-Z]\w{0,60})\((?:[frbu]{1,2})?(["'])(.{4,300}?)\2""")
+
+
+def _read_cut_raise(lines: list[LogLine], structure: TailStructure) -> None:
+    """A traceback cut before its exception line still shows the raise statement: read its literal as the message
+    (vllm-project/vllm's "No supported config format found" in a two-line paste), in place; the raw line stays."""
+    exc = structure.last_exception
+    if exc is None or not exc.cut:
+        return
+    for pos in range(len(lines) - 1, max(-1, len(lines) - 6), -1):
+        found = _RAISE_LITERAL.match(lines[pos].text) if lines[pos].code else None
+        if found:
+            lines[pos] = replace(lines[pos], text=f"{found.group(1)}: {found.group(3)}", code=False)
+            return
+
+
 def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
              plan: LaunchPlan | None = None, facts: HostFacts | None = None,
              command: str | None = None) -> Diagnosis:
@@ -289,6 +307,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     health = read_health(lines, engine)
     structure = parse_structure(lines)
     _unquiet_raised(lines, structure)
+    _read_cut_raise(lines, structure)
     hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
     finding = _choose(lines, hits)
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
