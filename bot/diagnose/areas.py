@@ -111,10 +111,7 @@ AREAS: tuple[Area, ...] = (
     Area("bad_argument", "the engine refused a launch setting: {0}",
          frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", _I),
          words=re.compile(r"(?<![\w-])--(?!speculative-)[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
-    # A socket's bind on the call chain (zmq/sugar/socket.py bind, vLLM's shm_broadcast remote socket, SGLang's
-    # port checks): a tail cut before "Address already in use" still shows where it failed (vllm-project/vllm#7196).
     Area("port_in_use", "a port the engine binds is taken: {0}",
-         frames=re.compile(r"zmq/sugar/socket\.py bind\b|[\w.]{0,40}socket\.bind\(|\bbind_port\b|socket\.py bind\b", _I),
          words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"
                           r"|\bbind\b[^\n]{0,80}\b(?:fail|error|in use|taken)|failed to (?:bind|listen)\b"
                           r"|\bport\b[^\n]{0,40}\b(?:in use|taken|occupied|not available|unavailable|busy)\b", _I)),

@@ -30,6 +30,9 @@ from bot.diagnose.optional import OPTIONAL_IMPORT
 
 #: A port message that goes on to pick another port (or retries) is a notice, not the crash.
 _PORT_RETRY = r(r"\b(?:trying|retrying|will (?:try|use)|another port|next port|instead|fall(?:ing)? back|skipp)")
+#: ... and a bind that failed because the address is not this host's (EADDRNOTAVAIL, errno 99: a wrong master or
+#: host IP) is not a taken port, though torch words both "failed to bind" / "failed to listen".
+_NOT_THIS_HOSTS_ADDRESS = r"Cannot assign requested address|EADDRNOTAVAIL|errno:? ?99\b|\[Errno 99\]"
 
 SIGNAL_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ the OS: a taken port, any port, any locale
@@ -56,7 +59,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|\bserver socket has failed to (?:listen|bind)\b"
                     r"|\b(?:failed|unable) to bind (?:to )?(?:port \d{2,5}|[\w.:\[\]-]{1,60}:\d{2,5}\b))"),
          80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
-         exclude=_PORT_RETRY),
+         exclude=r(_PORT_RETRY.pattern + "|" + _NOT_THIS_HOSTS_ADDRESS)),
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
     Rule("shell_killed", "host_oom_killed",
          re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1,12}:\s{1,20}\d{1,12}\s{1,40}" + KILLED

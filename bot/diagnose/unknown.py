@@ -90,11 +90,22 @@ def _reported_exit(lines: list[LogLine], health: Health, structure: TailStructur
                    cause=f"the tail reports the engine exited {what} and no error this diagnoser knows")
 
 
+#: The innermost frame of a bind: zmq's socket, Python's socket module, asyncio/uvicorn's server start.
+_BIND_FRAME = re.compile(r"(?:zmq/sugar/socket\.py|/socket\.py|asyncio/base_events\.py) (?:bind|create_server)\b")
+
+
 def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Finding | None:
     """The tail ends inside a traceback (its exception line is cut off): a crash in progress, never healthy."""
     exc = structure.last_exception if structure else None
     if exc is None or not exc.cut or exc.pos < 0:
         return None
+    innermost = exc.innermost(1)
+    if innermost and _BIND_FRAME.search(f"{innermost[0].path} {innermost[0].function}"):
+        # Cut inside a socket's bind: the line lost is most often "Address already in use" (vllm-project/vllm#7196);
+        # only when the message is lost, since a bind fails for other reasons too (a wrong address, EADDRNOTAVAIL).
+        return Finding(category="port_in_use", confidence=0.45, decisive=lines[exc.pos], pos=exc.pos,
+                       cause="the tail ends inside a socket's bind (its error line is cut off): most often the port "
+                             "is taken", alternatives=["other"])
     return Finding(category="other", confidence=0.3, decisive=lines[exc.pos], pos=exc.pos,
                    cause=f"the tail ends inside a traceback (its exception line is cut off); innermost frame: "
                          f"{exc.where() or '?'}")
