@@ -75,8 +75,8 @@ DEV = corpus("dev")
 HELDOUT = corpus("heldout")
 #: The held-out accuracy reported in issue 12's closing note, a little below it; the test keeps it from sliding back.
 #: The held-out fifth is the first collection's (37 logs) plus the grown batches' (chosen by thread hash): 0.890
-#: (73/82) before the 2026-12-02c-e batches; those added 17 held-out logs scored 8/17 before any rule was read from
-#: their dev part, 9/17 after; 0.828 (82/99) measured 2026-12-02 14:25 UTC with bench/diagnose_eval.py.
+#: (73/82) before the 2026-12-02c-h batches; those added 32 held-out logs scored 20/32 before any rule was read from
+#: their dev part, 21/32 after; 0.825 (94/114) measured 2026-12-02 14:50 UTC with bench/diagnose_eval.py.
 HELDOUT_FLOOR = 0.80
 #: One healthy held-out log of batch 2026-12-02f is called a crash (counted, never read; a blind audit of every
 #: healthy label of batches c-f kept all 16 as healthy): an open defect of issue 12, held here so no second one slips
@@ -87,8 +87,8 @@ HELDOUT_FALSE_ALARMS_MAX = 1
 JUDGED_FLOORS = {"blind": 0.77, "fresh": 0.86, "aside": 0.9}
 
 
-#: The dev part, a little below what it scores: 0.960 before the 2026-12-02c-e batches (short excerpts, Ascend NPUs,
-#: labels the thread settles), 0.942 (441/468) with them (their 71 dev logs: 40 right before reading them, 60 after).
+#: The dev part, a little below what it scores: 0.960 before the 2026-12-02c-h batches (short excerpts, Ascend NPUs,
+#: labels the thread settles), 0.931 (488/524) with them (their 127 dev logs: 78 right on arrival, 107 after).
 DEV_FLOOR = 0.93
 
 

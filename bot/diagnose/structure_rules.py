@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from bot.diagnose.types import Rule, r
 from bot.diagnose.structure import RaisedException, TailStructure
 from bot.diagnose.vocabulary_rules import CAPABILITY, OTHER_AREA
+from bot.diagnose.weights_rules import FALLBACK_CLASS
 
 _ANY = r(r"^(.{1,300})")
 
@@ -42,7 +43,6 @@ def _s(name: str, category: str, exception: str, priority: int, confidence: floa
 
 
 _CONFIG_ERRORS = r"^(?:ValueError|AssertionError|TypeError|NotImplementedError|KeyError|AttributeError)$"
-_FALLBACK_CLASS = r"\bTransformers(?:For[A-Z]\w{0,40}|Model|MoE\w{0,40}|MultiModal\w{0,40}|Base)\b"
 
 STRUCTURE_RULES: tuple[StructureRule, ...] = (
     _s("fallback_model_class", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError|TypeError|"
@@ -52,10 +52,10 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        depth=4),
     _s("fallback_named", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError)$", 70, 0.7,
        "the engine runs this model through its generic Transformers fallback class, which failed ({0})",
-       kind="fallback", message=_FALLBACK_CLASS),
+       kind="fallback", message=FALLBACK_CLASS),
     _s("fallback_in_tail", "unsupported_architecture", r"^(?:AttributeError|NotImplementedError)$", 56, 0.6,
        "the engine resolved the model to its generic Transformers fallback class, which failed ({0})",
-       kind="fallback", tail=r"Resolved architecture: Transformers|" + _FALLBACK_CLASS + r"|model_impl=.?transformers"),
+       kind="fallback", tail=r"Resolved architecture: Transformers|" + FALLBACK_CLASS + r"|model_impl=.?transformers"),
     # A bare AssertionError whose raising line checks the split ("assert self.total_num_kv_heads % tp_size == 0",
     # vllm models/chatglm.py; vllm-project/vllm#1581): the source line Python prints under the frame says it.
     _s("assert_split_by_tp", "tp_not_divisible", r"^AssertionError$", 72, 0.8,

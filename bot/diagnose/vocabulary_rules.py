@@ -69,18 +69,14 @@ def phrase_pattern(phrases: tuple[str, ...]) -> str:
             rest = node[word]
             longer = {key: value for key, value in rest.items() if key}
             if not longer:
-                branches.append(re_word(word) + "s?")  # "attention backends" names --attention-backend too
+                branches.append(re.escape(word) + "s?")  # "attention backends" names --attention-backend too
                 continue
             tail = r"[ _-]" + alternation(longer)
             # a word that ends one phrase and continues another: the continuation is optional
-            branches.append(re_word(word) + (f"(?:{tail})?" if "" in rest else tail))
+            branches.append(re.escape(word) + (f"(?:{tail})?" if "" in rest else tail))
         return "(?:" + "|".join(branches) + ")"
 
     return r"(?<![\w-])" + alternation(trie) + r"(?![\w-])"
-
-
-def re_word(word: str) -> str:
-    return word.replace(".", r"\.")
 
 
 #: A launch setting named in prose, as the engines' options spell it (setting_phrases.py, from their parsers).
@@ -97,11 +93,11 @@ def flags_named_in_prose(message: str) -> list[str]:
         options = SETTING_PHRASES.get(phrase) or SETTING_PHRASES.get(phrase[:-1], ())
         flags.extend(option for option in options[:2] if option not in flags)
     return flags
-#: How a check of a setting named in prose says no or asks for another.
-_SETTING_CONSTRAINT = (r"\b(?:not (?:yet |currently )?(?:supported|compatible|allowed|applicable)|unsupported"
-                       r"|(?:does|do|can) ?not (?:support|be used)|only supports?|cannot be|must|should|unless"
-                       r"|requires?|is required|expects?|please (?:enable|disable|set|specify|use|provide)"
-                       r"|when setting|is set to|Invalid|Unknown)\b")
+#: How a check of a setting named in prose says no or asks for another: the settings checks' words, and looser ones
+#: (a bare "must", "unless", "not supported"), since a phrase of an option's words already says a setting is meant.
+_SETTING_CONSTRAINT = (r"(?:" + _SETTING_REFUSED + r"|\b(?:not (?:yet |currently )?(?:supported|allowed|applicable)"
+                       r"|unsupported|(?:does|do|can) ?not (?:support|be used)|only supports?|must|should|unless"
+                       r"|expects?|please use|when setting|is set to|Invalid|Unknown)\b)")
 
 #: A GPU generation or compute capability a check asks for, or refuses.
 CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:requires?|needs?|only supports?"

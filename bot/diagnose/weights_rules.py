@@ -22,8 +22,9 @@ from bot.diagnose.types import Rule, r
 #: compressed_tensors/).
 _QUANT_TENSOR = (r"(?:g_idx|qweight|qzeros|scales|weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape"
                  r"|weight_zero_point|weight_global_scale|qscale\w{0,10})")
-#: The generic fallback model classes (vllm/model_executor/models/transformers*.py).
-_FALLBACK_CLASS = r"Transformers\w{0,20}(?:ForCausalLM|Model|ForConditionalGeneration|MoE\w{0,20})"
+#: The generic fallback model classes (vllm/model_executor/models/transformers*.py, sglang's TransformersForCausalLM):
+#: the structural rules name them too.
+FALLBACK_CLASS = r"\bTransformers(?:For[A-Z]\w{0,40}|Model|MoE\w{0,40}|MultiModal\w{0,40}|Base)\b"
 
 WEIGHTS_RULES: tuple[Rule, ...] = (
     Rule("quantized_tensor_unplaced", "quantization_unsupported",
@@ -36,7 +37,7 @@ WEIGHTS_RULES: tuple[Rule, ...] = (
          "{0} has no .weight: a quantized layer (it holds qweight) reached code written for unquantized weights",
          kind="layout", unsure=("other",), any_level=True),
     Rule("fallback_class_lacks_parameter", "unsupported_architecture",
-         r(r"There is no module or parameter named '([\w.]{1,200})' in (" + _FALLBACK_CLASS + r")\b"), 73, 0.7,
+         r(r"There is no module or parameter named '([\w.]{1,200})' in (" + FALLBACK_CLASS + r")"), 73, 0.7,
          "the engine ran this model through its generic {1} fallback, which has no place for {0}: no native "
          "implementation of the architecture", kind="fallback", unsure=("transformers_too_old",)),
     Rule("class_lacks_parameter", "model_files_missing_or_corrupt",
