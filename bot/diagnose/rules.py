@@ -250,9 +250,12 @@ RULES: tuple[Rule, ...] = (
          _r(r"Bfloat16 is only supported on GPUs with compute capability of at least ([\d.]+)"), 82, 0.9,
          "this GPU has no bfloat16 support (needs compute capability {0})", kind="bf16"),
     Rule("min_capability", "cuda_arch_or_driver",
-         _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)|only supports? Ampere GPUs or newer"
-            r"|requires? (?:a )?GPU with compute capability"),
+         _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)"),
          76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
+    # the same refusal without numbers (flash-attn's "FlashAttention only supports Ampere GPUs or newer.")
+    Rule("min_capability_named", "cuda_arch_or_driver",
+         _r(r"only supports? (\w{3,12}) GPUs or newer|requires? (?:a )?GPU with compute capability"),
+         76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),
     # The engine's own minimum ("SGLang only supports sm 75 and above", "requires sm_80 or newer").
     Rule("sm_minimum", "cuda_arch_or_driver",
          _r(r"\b(?:only supports?|requires?|needs?) (?:an? )?(?:GPUs? )?(?:with )?(?:sm|SM) ?_?(\d{2,3})\w? ?(?:and\s{1,3}(?:above|"
@@ -298,7 +301,12 @@ RULES: tuple[Rule, ...] = (
          _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
             r"|(?:HIP|NPU|XPU|MUSA) out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"
             # the NVIDIA kernel driver's own allocation failure (NVRM in the kernel log; unified-memory GB10 / WSL)
-            r"|\bNV_ERR_NO_MEMORY\b"),
+            r"|\bNV_ERR_NO_MEMORY\b"
+            # the CUDA runtime's text for cudaErrorMemoryAllocation in the macros that quote it: vLLM's custom
+            # all-reduce "Failed: Cuda error <file>:<line> 'out of memory'" (csrc/custom_all_reduce.cuh CUDACHECK)
+            r"|\bCuda error\b[^\n]{0,300}'out of memory'"
+            # Ascend's allocator (CANN "EL0004: Failed to allocate memory", torch_npu "Failed to apply for memory")
+            r"|\bEL0004\b|\bFailed to apply for memory\b"),
          70, 0.8, "CUDA out of memory",
          exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
     # ------------------------------------------------------------------ multi-GPU communication
@@ -333,7 +341,9 @@ RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ native crashes outside the taxonomy
     Rule("illegal_memory_access", "other",
          _r(r"an illegal memory access was encountered|CUDA error: misaligned address|device-side assert triggered"
-            r"|CUDA error: unspecified launch failure|CUDA error: an illegal instruction"),
+            r"|CUDA error: unspecified launch failure|CUDA error: an illegal instruction"
+            r"|\bCuda (?:error|failure)\b[^\n]{0,300}'(?:misaligned address|unspecified launch failure"
+            r"|an illegal instruction was encountered|device-side assert triggered)'"),
          45, 0.6, "a CUDA kernel crashed (illegal memory access / device-side assert): an engine or kernel bug",
          kind="kernel_crash"),
     Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
@@ -404,7 +414,9 @@ ERROR_SHAPED = re.compile(
     r"|^E\d{4} \d\d:\d\d|returned non-zero exit status [1-9]|exit(?:ed)? with (?:code|status) [1-9]"
     r"|^\s*raise [A-Z]\w{0,60}|^File \"[^\"]{1,500}\", line \d{1,7}|^[\s~]{0,200}\^{3,}[\s~^]{0,400}$"
     r"|The above exception was the direct cause|During handling of the above exception"
-    r"|CUDA kernel errors might be asynchronously reported|CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA")
+    r"|CUDA kernel errors might be asynchronously reported|CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA"
+    # the CUDA-check macros of C++ extensions print without a level: "Failed: Cuda error <file>:<line> '<text>'"
+    r"|^Failed: |\bCuda (?:error|failure) ")
 #: What a dying process leaves behind, whatever level it is logged at: torch's warning that a process exited holding
 #: shared CUDA tensors (torch/csrc/CudaIPCTypes.cpp) or without destroying its process group (ProcessGroupNCCL.cpp),
 #: SGLang tearing down its process tree, Python's resource tracker cleaning up after exiting workers. In a tail that

@@ -73,6 +73,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("host_enomem", "host_oom_killed", re.compile(NO_MEMORY + r"|\[Errno 12\]|ENOMEM"), 68, 0.75,
          "the OS refused to allocate host memory (ENOMEM): host RAM or its overcommit limit ran out", kind="enomem",
          exclude=r(r"CUDA|cuda|GPU|device memory")),
+    # Python's own MemoryError and C++'s std::bad_alloc: an allocation of host memory failed (a huge tokenizer or
+    # checkpoint read into RAM). Modest: a nonsense size asked for by a bug reads the same.
+    Rule("host_alloc_failed", "host_oom_killed",
+         r(r"^(?:builtins\.)?MemoryError\b|\bwhat\(\):\s{0,4}std::bad_alloc\b|^MemoryError: std::bad_alloc"), 54, 0.55,
+         "an allocation of host memory failed (MemoryError / std::bad_alloc): host RAM ran out, or a size was wrong",
+         kind="enomem", unsure=("other",), exclude=r(r"CUDA|cuda|GPU|device memory|NPU")),
     # Ray's memory monitor kills a worker before the kernel does (ray.exceptions.OutOfMemoryError).
     Rule("ray_memory_monitor", "host_oom_killed",
          r(r"Ray killed this worker|exceeds the memory usage threshold|Task was killed due to the node running low on"
@@ -190,12 +196,16 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            # torch's own (torch/cuda/__init__.py _lazy_init, c10/cuda/CUDAFunctions.cpp) and NVML's
            r"|\bNo CUDA GPUs are available\b|Unexpected error from cudaGetDeviceCount\(\)"
            r"|Failed to initialize NVML: Driver/library version mismatch|\bNVML_SUCCESS == [^\n]{0,80}INTERNAL ASSERT"
-           r" FAILED|Torch not compiled with CUDA enabled"),
+           r" FAILED|Torch not compiled with CUDA enabled"
+           # cudaErrorSystemNotReady (802): "system not yet initialized" -- a driver daemon (the NVSwitch systems'
+           # fabric manager) is not running; the CUDA runtime's own text, whatever prints it (cuda_runtime_api.h)
+           r"|\bsystem not yet initiali[sz]ed\b|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY"),
          80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
          kind="driver"),
     # cudaErrorInvalidDevice: the process was asked for a GPU it cannot see (CUDA_VISIBLE_DEVICES, more TP ranks than
     # visible GPUs).
-    Rule("invalid_device_ordinal", "cuda_arch_or_driver", r(r"CUDA error: invalid device ordinal|cudaErrorInvalidDevice"),
+    Rule("invalid_device_ordinal", "cuda_arch_or_driver", r(r"CUDA(?: driver)? error: invalid device ordinal|cudaErrorInvalidDevice"
+                                              r"|Cuda (?:error|failure)\b[^\n]{0,300}'invalid device ordinal'"),
          74, 0.75, "the engine asked for a GPU this process cannot see (CUDA_VISIBLE_DEVICES, or more ranks than GPUs)",
          kind="driver", unsure=("bad_argument",)),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
