@@ -369,3 +369,27 @@ def test_an_oom_far_below_its_phase_line_takes_the_last_milestone_reached() -> N
     assert diagnose(oom).cause.startswith("CUDA out of memory (the phase is not in the log")
     assert diagnose(loading + filler + oom).category == "gpu_oom_weights"
     assert diagnose(loading + kv + filler + oom).category == "kv_cache_insufficient"
+
+
+# A vLLM worker's traceback cut below the frame that calls the capture (vllm/v1/worker/gpu_worker.py
+# compile_or_warm_up_model: "cuda_graph_memory_bytes = self.model_runner.capture_model()", v0.1x main), with no
+# capture milestone in the tail: the call names the phase.
+_CUT_IN_CAPTURE = f"""\
+(Worker_TP1 pid=88) ERROR 04-09 20:31:10 [multiproc_executor.py:949] WorkerProc hit an exception.
+(Worker_TP1 pid=88) ERROR 04-09 20:31:10 [multiproc_executor.py:949] Traceback (most recent call last):
+(Worker_TP1 pid=88) ERROR 04-09 20:31:10 [multiproc_executor.py:949]   File "{_VLLM}/v1/executor/multiproc_executor.py", line 944, in worker_busy_loop
+(Worker_TP1 pid=88) ERROR 04-09 20:31:10 [multiproc_executor.py:949]     output = func(*args, **kwargs)
+(Worker_TP1 pid=88) ERROR 04-09 20:31:10 [multiproc_executor.py:949]   File "{_VLLM}/v1/worker/gpu_worker.py", line 588, in compile_or_warm_up_model
+(Worker_TP1 pid=88) ERROR 04-09 20:31:10 [multiproc_executor.py:949]     {{call}}
+"""
+
+
+def test_a_traceback_cut_inside_the_capture_call_is_the_capture() -> None:
+    result = diagnose(_CUT_IN_CAPTURE.format(call="cuda_graph_memory_bytes = self.model_runner.capture_model()"))
+    assert result.category == "cuda_graph_oom", result.cause
+    assert result.confidence <= 0.6
+
+
+def test_a_traceback_cut_inside_another_call_of_the_same_frame_is_not_the_capture() -> None:
+    result = diagnose(_CUT_IN_CAPTURE.format(call="self.model_runner._dummy_sampler_run(hidden_states)"))
+    assert result.category != "cuda_graph_oom", result.cause

@@ -41,8 +41,12 @@ class Area:
     words: re.Pattern[str] | None = None  # searched in the exception messages and error lines
     kind: str | None = None  # the advice's kind for this category
     #: Only when this start-up phase is the last the tail reached before the crash (bot/diagnose/structure.py
-    #: MILESTONES): a place in the capture code alone is a hint, not a verdict.
+    #: MILESTONES): a place in the capture code alone is a hint, not a verdict (the same files replay the graphs
+    #: while serving) ...
     phase: str | None = None
+    #: ... unless the exception was raised inside a function that only runs in that phase (the capture itself):
+    #: then the frames say the phase even when the tail was cut before its milestone line.
+    phase_functions: re.Pattern[str] | None = None
 
 
 AREAS: tuple[Area, ...] = (
@@ -91,7 +95,11 @@ AREAS: tuple[Area, ...] = (
          frames=re.compile(r"cuda_graph_runner|cudagraph|capture_model|capture_one_batch|graph_capture|CUDAGraph"
                            r"|piecewise_backend|cuda_graph", _I),
          words=re.compile(r"cuda ?graph|cudagraph|graph capture|\bcapturing\b", _I), kind="capture",
-         phase="graphs_capturing"),
+         phase="graphs_capturing",
+         # vllm v1/worker/gpu_model_runner.py capture_model / _capture_cudagraphs, sglang cuda_graph_runner.py
+         # capture / capture_one_batch_size; never replay()
+         phase_functions=re.compile(r"^(?:capture_model|_?capture_cudagraphs?|capture|capture_one_batch\w{0,12}"
+                                    r"|_?capture_graphs?|graph_capture)$")),
     # The KV cache's sizing and allocation after the weights (vllm v1/core/kv_cache_utils.py
     # check_enough_kv_cache_memory, the worker's determine_available_memory; sglang mem_cache/, init_memory_pool):
     # a tail cut inside them is the KV cache not fitting (vllm-project/vllm#20726).
@@ -157,6 +165,8 @@ def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> 
     for exc in chain:
         if area.frames is not None:
             frames = [f"{frame.path} {frame.function}" for frame in exc.innermost(8)]
+            if frames:  # the call the innermost frame was making is where it was raised (a cut traceback's too)
+                frames[0] += " " + " ".join(_CALLED.findall(exc.innermost(1)[0].code))
             if any(area.frames.search(text) for text in frames[:3]):
                 score, placed = score + _INNER_FRAME, True
             elif any(area.frames.search(text) for text in frames[3:]):
@@ -209,6 +219,25 @@ _SPECULATIVE_PRIOR = 1
 _PHASE_PRIOR = 2
 
 
+def _raised_in_phase(area: Area, chain: list[RaisedException]) -> bool:
+    """Whether an exception of the chain was raised inside one of the functions only the area's phase runs."""
+    pattern = area.phase_functions
+    if pattern is None:
+        return False
+    for exc in chain:
+        frames = exc.innermost(3)
+        if any(pattern.search(frame.function or "") for frame in frames):
+            return True
+        # A traceback cut below its innermost frame still shows the call that frame was making
+        # ("cuda_graph_memory_bytes = self.model_runner.capture_model()"): the exception came from inside it.
+        if frames and any(pattern.search(name) for name in _CALLED.findall(frames[0].code)):
+            return True
+    return False
+
+
+_CALLED = re.compile(r"(\w{1,80})\(")
+
+
 def _phase_when(structure: TailStructure, pos: int) -> str | None:
     """The last start-up milestone before the crash line ("graphs_capturing": the capture began, never ended)."""
     before = [m for m in structure.milestones if pos < 0 or m.pos < pos]
@@ -233,7 +262,7 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
                   else (score, placed) for area, (score, placed) in zip(AREAS, scores)]
     reached = _phase_when(structure, finding.pos)
-    scores = [(0, False) if area.phase and area.phase != reached else
+    scores = [(0, False) if area.phase and area.phase != reached and not _raised_in_phase(area, chain) else
               (score + _PHASE_PRIOR, placed) if area.phase else (score, placed)
               for area, (score, placed) in zip(AREAS, scores)]
     if reached == "drafter_loading":

@@ -142,6 +142,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # LLVM's PrettyStackTrace, sgl-project/sglang#11546).
     Rule("kernel_build_tool_failed", "jit_compile_failure",
          r(r"\bninja exited with status [1-9]|\bFailed to (?:load|build|compile) JIT\b[^\n]{0,80}kernel"
+           # a build step named as such: DeepGEMM's "Failed to compile <file>.cu with NVCC", cutlass's DSL "failed to
+           # compile kernel", TVM-FFI's "Compilation failed"
+           r"|\bfailed to compile\b[^\n]{0,200}?(?:\.cuh?\b|\.cpp\b|\bkernels?\b|\bnvcc\b|\bwith \w{2,10}$)"
+           r"|\b(?:TVM\w{0,10}|Runtime)Error: Compilation failed\b"
            r"|\bstack frame size \(\d{1,12}\) exceeds limit\b"
            # LLVM's report_fatal_error, MLIR's pass manager (Triton lowers through both), NVRTC's runtime compiler
            r"|^LLVM ERROR: |failures have been detected while processing an MLIR pass pipeline|PassManager::run failed"
