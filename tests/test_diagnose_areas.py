@@ -393,3 +393,19 @@ def test_a_traceback_cut_inside_the_capture_call_is_the_capture() -> None:
 def test_a_traceback_cut_inside_another_call_of_the_same_frame_is_not_the_capture() -> None:
     result = diagnose(_CUT_IN_CAPTURE.format(call="self.model_runner._dummy_sampler_run(hidden_states)"))
     assert result.category != "cuda_graph_oom", result.cause
+
+
+def test_an_unknown_error_raised_inside_the_capture_is_the_capture_with_no_milestone_line() -> None:
+    # sglang/srt/model_executor/cuda_graph_runner.py capture() -> capture_one_batch_size(): the taxonomy's "failure
+    # during CUDA graph capture" even when the tail was cut above "Capture cuda graph begin".
+    log = f"""\
+Traceback (most recent call last):
+  File "{_SGL}/model_executor/cuda_graph_runner.py", line 380, in capture
+    self.capture_one_batch_size(bs, forward)
+  File "{_SGL}/layers/rotary_embedding.py", line 95, in forward_cuda
+    query, key = self.cos_sin_cache.index_select(0, positions)
+IndexError: index out of range in self
+"""
+    result = diagnose(log, exit_code=1)
+    assert result.category == "cuda_graph_oom", result.cause
+    assert result.confidence <= 0.6 and "other" in result.alternatives

@@ -221,11 +221,13 @@ def test_a_tail_cut_inside_a_traceback_is_never_healthy():
 
 
 def test_an_unsure_verdict_names_its_alternatives_in_text():
-    # An unknown error raised inside SGLang's CUDA-graph runner: unrecognised, but the place hints at graph capture.
+    # An unknown error raised inside SGLang's CUDA-graph runner while it replays a graph (serving, not capturing):
+    # unrecognised, but the place hints at the graphs. (Raised inside capture() it is the capture's failure, which
+    # the taxonomy files as cuda_graph_oom: tests/test_diagnose_areas.py.)
     log = """\
 Traceback (most recent call last):
-  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 380, in capture
-    self.capture_one_batch_size(bs, forward)
+  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 700, in replay
+    self.replay_prepare(forward_batch, pp_proxy_tensors)
   File "/sgl-workspace/sglang/python/sglang/srt/layers/rotary_embedding.py", line 95, in forward_cuda
     query, key = self.cos_sin_cache.index_select(0, positions)
 IndexError: index out of range in self

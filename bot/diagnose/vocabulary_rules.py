@@ -23,11 +23,16 @@ _RAISED = r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|
 _QUANT = (r"(?:quantiz\w{0,12}|\bfp8(?!\d)|\bmxfp\d|\bMX\(FP\d\)|\bmxint\d|\bnvfp4|\bfp4(?!\d)|\bawq|\bgptq"
           r"|\bmarlin|\bbnb\b|bitsandbytes|compressed[-_ ]?tensors|\bw\d{1,2}a\d{1,2}\w{0,12}|\bint[48](?!\d)"
           r"|\bmodelopt|\bquark|\bqoq\b|auto_round|\bgguf\b|moe_wna16|weight_bits|num_bits|group[_ ]size|qscheme"
-          r"|packing_format|activation_scheme|\bwNa16\b|Fused ?MoE (?:layers?|scheme)|\bscheme\b|\b\d bits?\b|\dbit\b)")
+          r"|packing_format|activation_scheme|\bwNa16\b|Fused ?MoE (?:layers?|scheme)|\bscheme\b|\b\d bits?\b|\dbit\b"
+          # the rest of the methods vLLM's registry and SGLang's --quantization choices name (vllm layers/quantization/
+          # __init__.py QuantizationMethods, 0.8-0.33; sglang 0.5.9 --quantization): unambiguous names only
+          r"|\bbitblas|\bhqq\b|\baqlm\b|\bqqq\b|\beetq\b|\bexl2\b|\btorchao\b|\bdeepspeedfp\b|\bfbgemm_fp8\b"
+          r"|\bptpc_fp8\b|\bpetit_nvfp4\b|\bmodelslim\b|\bexperts_int8\b|\btpu_int8\b|\bfp_quant\b|\bw4afp8\b"
+          r"|\bmxfp8\b)")
 #: How a check says no.
 _REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|(?:does |do )?not support|only supports?"
            r"|not (?:yet )?implemented|is implemented only|requires?|Unknown|Invalid|expects?|cannot be used"
-           r"|only\b[^\n]{1,80}\b(?:is|are) supported)\b")
+           r"|only\b[^\n]{1,80}\b(?:is|are) supported|(?:is|are) required (?:for|by|when))\b")
 #: A setting's name as the engines spell it in their checks: a snake_case field or a --flag.
 _SETTING = r"(?-i:\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b|(?<![\w-])--[a-z][a-z0-9-]{2,60})"
 #: ... and how a check of settings says no.
@@ -104,7 +109,10 @@ CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:r
                r"|only (?:supported|available|works|runs) (?:on|for|with)|supported only (?:on|for))"
                r" (?:an? )?(?:NVIDIA )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
                r"|CUDA capability|device capability|(?:Blackwell|Hopper|Ada|Ampere)\b)"
-               r"|\b(?:current|this) (?:platform|GPU|device) does not support\b)")
+               r"|\b(?:current|this) (?:platform|GPU|device) does not support\b"
+               # "Please use Blackwell and above." (vllm layers/quantization/modelopt.py)
+               r"|\bplease use (?:an? )?(?:NVIDIA )?(?:Blackwell|Hopper|Ada|Ampere)\b"
+               r"|\b(?:Blackwell|Hopper|Ampere|SM ?\d{2,3})(?: GPUs?)? (?:and|or) (?:above|newer|later)\b)")
 
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
@@ -140,7 +148,8 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
     # feature refused is a quantization method, which the taxonomy files as "quantization method unsupported on this
     # GPU" (vllm layers/quantization/: "MXFP8 MoE quantization requires SM100.").
     Rule("gpu_capability_quantization", "quantization_unsupported",
-         r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + CAPABILITY), 46, 0.55,
+         r(_RAISED + r"[^\n]{0,160}?" + _QUANT + r"[^\n]{0,160}?" + CAPABILITY
+           + r"|" + _RAISED + r"[^\n]{0,160}?" + CAPABILITY + r"[^\n]{0,160}?" + _QUANT), 46, 0.55,
          "the quantization kernels need another GPU generation than this one", kind="gpu",
          unsure=("cuda_arch_or_driver",)),
     Rule("gpu_capability_refused", "cuda_arch_or_driver",
