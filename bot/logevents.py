@@ -58,6 +58,10 @@ _JSON_MESSAGE = re.compile(r'^\{?[^"]{0,8}(?:"[\w.-]{1,30}"\s*:\s*(?:"[^"]{0,80}
                            r'"(?:message|msg|log|text|error)"\s*:\s*"')
 _RAY_REPEAT = re.compile(r"(?<!\s)\s*+\[repeated \d+x across cluster\].*$")
 
+#: Python's warnings module writes "<file>:<line>: <Category>: <message>" (warnings.formatwarning) with no level of
+#: the logger's: a warning all the same ("torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated").
+_PY_WARNING = re.compile(r"^[^\s:]{1,400}:\d{1,7}: (?:[A-Z]\w{0,40})?Warning: ")
+
 _LEVEL_NAMES = {"W": "WARNING", "E": "ERROR", "I": "INFO", "F": "CRITICAL", "WARN": "WARNING"}
 
 
@@ -122,6 +126,8 @@ def normalize_line(line: str) -> NormalizedLine:
         if text == before:
             break
     text = _RAY_REPEAT.sub("", text)
+    if level is None and _PY_WARNING.match(text):
+        level = "WARNING"
     return NormalizedLine(text.strip(), level, stamp)
 
 

@@ -83,7 +83,7 @@ def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | Non
         cause = (f"healthy: serving ({d.running} running, {d.throughput_tok_s:.0f} tok/s{extra}); no error in the log")
         confidence, steps = 0.9, []
     elif health.ready is not None:
-        cause = "healthy: the server is up and no error follows (an idle vLLM server logs nothing more)"
+        cause = "healthy: the server is up and no error follows (an idle engine logs nothing more)"
         confidence, steps = 0.9, []
     elif health.http_up is not None:
         evidence.append(health.http_up)

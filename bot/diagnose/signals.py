@@ -245,7 +245,10 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # The OS: out of file descriptors (EMFILE), e.g. a Rust router's panic "Os { code: 24, ... Too many open files }".
     Rule("too_many_open_files", "other", r(r"Too many open files|\[Errno 24\]|\bEMFILE\b|Os \{ code: 24\b"), 60, 0.7,
          "the process ran out of file descriptors (EMFILE, errno 24): its open-files limit is too low", kind="fd_limit",
-         any_level=True),
+         any_level=True,
+         # vLLM's start-up warning that names the error it may lead to (vllm/utils set_ulimit: "Found ulimit of 1024
+         # and failed to automatically increase ... This can cause fd limit errors like `OSError: [Errno 24] ...`")
+         exclude=r(r"\b(?:can|may|might|could) (?:cause|lead to)\b|\bConsider increasing\b")),
     # Remote artefacts fetched at start other than the model (a tokenizer vocabulary, a Harmony encoding), as a Rust
     # client (reqwest) words it: "error sending request for url (https://...)" (sgl-project/sglang#18074).
     Rule("remote_fetch_url", "hub_access", r(r"error sending request for url \(https?://"), 71, 0.75,
