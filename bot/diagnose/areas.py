@@ -27,7 +27,7 @@ from bot.diagnose.health import Health
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.rules import DEATH_SIGNS, ERROR_SHAPED
 from bot.diagnose.structure import Frame, RaisedException, TailStructure
-from bot.diagnose.types import Finding, LogLine
+from bot.diagnose.types import GPU_GENERATIONS, Finding, LogLine
 
 _I = re.IGNORECASE
 
@@ -109,8 +109,8 @@ AREAS: tuple[Area, ...] = (
          kind="raise"),
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
-         words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b(?:Volta|Turing|Ampere|Hopper"
-                          r"|Blackwell)\b|\bdriver version\b|\bno kernel image\b", _I), kind="capability"),
+         words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b" + GPU_GENERATIONS
+                          + r"\b|\bdriver version\b|\bno kernel image\b", _I), kind="capability"),
     Area("quantization_unsupported", "the quantization kernels failed for this model or GPU: {0}",
          frames=re.compile(r"/layers/quantization/", _I), words=re.compile(r"\bquantiz", _I)),
     # The engine's argument checks (sglang/srt/server_args.py, vllm/engine/arg_utils.py, vllm/config/), or an error

@@ -19,7 +19,7 @@ import re
 from dataclasses import fields
 from functools import lru_cache
 
-from bot.diagnose.types import Rule, r
+from bot.diagnose.types import GPU_GENERATIONS, Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
 from bot.diagnose.library_rules import LIBRARY_RULES
@@ -254,7 +254,7 @@ RULES: tuple[Rule, ...] = (
          76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
     # the same refusal without numbers (flash-attn's "FlashAttention only supports Ampere GPUs or newer.")
     Rule("min_capability_named", "cuda_arch_or_driver",
-         _r(r"only supports? (\w{3,12}) GPUs or newer|requires? (?:a )?GPU with compute capability"),
+         _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),
     # The engine's own minimum ("SGLang only supports sm 75 and above", "requires sm_80 or newer").
     Rule("sm_minimum", "cuda_arch_or_driver",
@@ -265,8 +265,8 @@ RULES: tuple[Rule, ...] = (
     # A feature for one GPU generation ("TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)",
     # sglang server_args.py; "FlashMLA is only supported on Hopper devices.", vllm attention/ops/flashmla.py).
     Rule("gpu_generation_only", "cuda_arch_or_driver",
-         _r(r"\b(?:only supported|only available|only works|supported only) on (?:NVIDIA )?(Blackwell|Hopper"
-            r"|Ada(?: Lovelace)?|Ampere)\b"),
+         _r(r"\b(?:only supported|only available|only works|supported only) on (?:NVIDIA )?(" + GPU_GENERATIONS
+            + r")\b"),
          70, 0.6, "a feature set for this launch runs only on {0} GPUs", kind="generation",
          unsure=("bad_argument",)),
     # ------------------------------------------------------------------ JIT compilation

@@ -62,6 +62,11 @@ class Rule:
     unsure: tuple[str, ...] = ()
 
 
+#: NVIDIA's GPU generations by the names the engines' checks use ("only supported on Hopper", "Please use Blackwell
+#: and above", "FlashAttention only supports Ampere GPUs or newer"): one list for every rule that reads them.
+GPU_GENERATIONS = r"(?:Blackwell|Hopper|Ada(?: Lovelace)?|Ampere|Turing|Volta)"
+
+
 def r(pattern: str) -> re.Pattern[str]:
     """Rules match case-insensitively."""
     return re.compile(pattern, re.IGNORECASE)

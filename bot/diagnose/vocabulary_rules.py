@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from bot.diagnose.setting_phrases import SETTING_PHRASES
-from bot.diagnose.types import Rule, r
+from bot.diagnose.types import GPU_GENERATIONS, Rule, r
 
 #: An exception line: a dotted class name, ":" and the message (the engines' checks raise these four, and assert).
 _RAISED = r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|TypeError|RuntimeError|KeyError): "
@@ -47,8 +47,8 @@ _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:support
 #: flashinfer installation", "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)"), those are that
 #: category's. (A quantization check that a weight slice is not divisible is the tensor-parallel split's.)
 OTHER_AREA = (r"speculat|\bdraft|\beagle|\bmtp\b|nextn|\bspec v2\b|module (?:was |is )?not (?:found|available)"
-              r"|not installed|to be installed|\binstallation\b|compute capability|\bsm_?\d{2,3}|\bBlackwell\b"
-              r"|\bHopper\b|\bAmpere\b|\bTuring\b|\bVolta\b")
+              r"|not installed|to be installed|\binstallation\b|compute capability|\bsm_?\d{2,3}|\b" + GPU_GENERATIONS
+              + r"\b")
 
 #: A check of the launch settings in the words it alone uses, whether or not it names the setting.
 _CONFIG_REFUSAL = (r"\bmutually exclusive\b|\bMust be one of\b|\bSupported values are\b|\bUnrecognized [\w ]{1,40}"
@@ -108,11 +108,11 @@ _SETTING_CONSTRAINT = (r"(?:" + _SETTING_REFUSED + r"|\b(?:not (?:yet |currently
 CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:requires?|needs?|only supports?"
                r"|only (?:supported|available|works|runs) (?:on|for|with)|supported only (?:on|for))"
                r" (?:an? )?(?:NVIDIA )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
-               r"|CUDA capability|device capability|(?:Blackwell|Hopper|Ada|Ampere)\b)"
+               r"|CUDA capability|device capability|" + GPU_GENERATIONS + r"\b)"
                r"|\b(?:current|this) (?:platform|GPU|device) does not support\b"
                # "Please use Blackwell and above." (vllm layers/quantization/modelopt.py)
-               r"|\bplease use (?:an? )?(?:NVIDIA )?(?:Blackwell|Hopper|Ada|Ampere)\b"
-               r"|\b(?:Blackwell|Hopper|Ampere|SM ?\d{2,3})(?: GPUs?)? (?:and|or) (?:above|newer|later)\b)")
+               r"|\bplease use (?:an? )?(?:NVIDIA )?" + GPU_GENERATIONS + r"\b"
+               r"|\b(?:" + GPU_GENERATIONS + r"|SM ?\d{2,3})(?: GPUs?)? (?:and|or) (?:above|newer|later)\b)")
 
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
