@@ -19,8 +19,9 @@ SIGKILL_EXIT_CODES = frozenset({137, -9})
 #: ImportError(... undefined symbol ...)") and dies at the first op (vllm-project/vllm#5501).
 #: macOS's loader says "Symbol not found" where Linux says "undefined symbol" (vllm-project/vllm#15066).
 # (a paste wrapped at "undefined symbol:" puts the symbol on the next line: kvcache-ai/sglang#33)
-BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|undefined symbol:(?: \S|\s*$)|cannot open shared "
-                              r"object file|Symbol not found: \S")
+#: The dynamic loader refusing a compiled library, in Linux's words and macOS's.
+_LOADER_REFUSED = r"undefined symbol:(?: \S|\s*$)|cannot open shared object file|Symbol not found: \S"
+BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|" + _LOADER_REFUSED)
 
 #: vLLM on another platform than CUDA (a platform plugin such as vllm-ascend, or the CPU/XPU/TPU builds) never loads
 #: its CUDA extension, and vllm/_custom_ops.py warns "Failed to import from vllm._C" on every start there
@@ -36,8 +37,7 @@ def _broken_extension(lines: list[LogLine]) -> LogLine | None:
 
 
 #: An import failure logged as a mere warning before a crash.
-_IMPORT_TROUBLE = re.compile(r"Failed to import|ImportError|No module named|cannot open shared object file"
-                             r"|undefined symbol", re.IGNORECASE)
+_IMPORT_TROUBLE = re.compile(r"Failed to import|ImportError|No module named|" + _LOADER_REFUSED, re.IGNORECASE)
 
 #: "Error: ..." at the start of a line logged at INFO / DEBUG / WARNING is a notice ("Error: the tokenizer has no chat
 #: template; using the default"), not an exception line, so never the crash.
@@ -222,8 +222,8 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
 
 
 #: An import that failed anywhere before the engine gave up on a model (a module, a compiled extension).
-_FAILED_IMPORT = re.compile(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'"
-                            r"|undefined symbol: \S|cannot open shared object file")
+_FAILED_IMPORT = re.compile(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'|"
+                            + _LOADER_REFUSED)
 
 
 def import_behind_inspection(finding: Finding, lines: list[LogLine]) -> None:
