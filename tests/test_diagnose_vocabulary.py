@@ -212,3 +212,16 @@ def test_a_quantization_method_the_build_does_not_list_is_quantization_unsupport
     result = diagnose(line + "\n", exit_code=2)
     assert result.category == "quantization_unsupported"
     assert "mxint4" in result.cause and "bad_argument" in result.alternatives
+
+
+def test_a_command_given_with_the_log_is_what_the_advice_says_the_launch_passes() -> None:
+    # No plan, only the command a person ran: its flags are the launch's (sglang server_args.py's PD-Multiplexing check).
+    result = diagnose("AssertionError: PD-Multiplexing is not compatible with chunked prefill.",
+                      command="python -m sglang.launch_server --model-path /models/m --chunked-prefill-size 8192 "
+                              "--enable-pdmux")
+    assert result.category == "bad_argument"
+    assert "the plan passes --chunked-prefill-size" in result.next_steps[0]
+    # A command shlex cannot read (an unclosed quote) is split on blanks rather than refused.
+    broken = diagnose("AssertionError: PD-Multiplexing is not compatible with chunked prefill.",
+                      command="python -m sglang.launch_server --chunked-prefill-size 8192 --served-model-name 'x")
+    assert "the plan passes --chunked-prefill-size" in broken.next_steps[0]

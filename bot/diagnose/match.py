@@ -249,6 +249,16 @@ def _launch_text(command: str | None, plan: LaunchPlan | None) -> str | None:
     return shlex.join(plan.argv) if plan is not None and plan.argv else None
 
 
+def _command_argv(command: str | None) -> tuple[str, ...]:
+    """A given command line as its words (shell quoting read; a line shlex cannot read is split on blanks)."""
+    if not command:
+        return ()
+    try:
+        return tuple(shlex.split(command))
+    except ValueError:
+        return tuple(command.split())
+
+
 def _refine(finding: Finding, lines: list[LogLine], structure: TailStructure, exit_code: int | None,
             speculative: bool) -> None:
     """What the rest of the tail and the launch say about the chosen finding: the area of an unrecognised crash, an
@@ -303,7 +313,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     launch = _launch_text(command, plan)
     engine = deployed or detect_engine_of([(line.raw, line.text) for line in lines]
                                           + ([(launch, launch)] if launch else []))
-    setup = PlanView(engine, plan, facts)
+    setup = PlanView(engine, plan, facts, command_argv=_command_argv(command) if plan is None else ())
     health = read_health(lines, engine)
     structure = parse_structure(lines)
     _unquiet_raised(lines, structure)

@@ -72,6 +72,8 @@ class PlanView:
     engine: str | None
     plan: LaunchPlan | None
     facts: HostFacts | None
+    #: The command line a person gave with a log (no plan): its flags are what "the plan passes" means then.
+    command_argv: tuple[str, ...] = ()
 
     @property
     def engine_plugin(self) -> Engine | None:
@@ -92,7 +94,7 @@ class PlanView:
 
     @property
     def argv(self) -> list[str]:
-        return self.plan.argv if self.plan else []
+        return self.plan.argv if self.plan else list(self.command_argv)
 
     def argv_value(self, name: str) -> str | None:
         return argv_value_of(self.argv, _ARGV_NAMES[name])
