@@ -65,3 +65,42 @@ def test_capability_refusal_without_numbers_names_the_generation() -> None:
     result = diagnose("RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
     assert result.category == "cuda_arch_or_driver"
     assert "Ampere" in result.cause and "?" not in result.cause and ", the GPU has" not in result.cause
+
+
+@pytest.mark.parametrize("log,category", [
+    # A kernel library's C++ check names no model: the architecture is the GPU's (DeepGEMM csrc/apis/*.hpp
+    # DG_HOST_ASSERT / DG_HOST_UNREACHABLE "Unsupported architecture").
+    ("RuntimeError: Assertion error (/deepgemm/csrc/apis/gemm.hpp:91): Unsupported architecture", "cuda_arch_or_driver"),
+    ("AssertionError: Only SM 9.x is supported", "cuda_arch_or_driver"),
+    ("AssertionError: Only SM 10.x, 11.x and 12.x are supported", "cuda_arch_or_driver"),
+    # The NVIDIA container toolkit (libnvidia-container) refusing the container before the engine starts.
+    ("docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+     "runtime create failed: runc create failed: unable to start container process: error during container init: "
+     "error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+     "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.", "cuda_arch_or_driver"),
+    # vLLM's linear layers wrap the allocation's OOM (model_executor/layers/linear.py).
+    ("RuntimeError: Failed to create unquantized linear weights. This may be caused by insufficient memory to "
+     "allocate the weight.", "gpu_oom_weights"),
+    # A model class's check of a quantization method, raised as AttributeError (vllm model_loader/bitsandbytes_loader).
+    ("AttributeError: Model Gemma3ForConditionalGeneration does not support BitsAndBytes quantization yet.",
+     "quantization_unsupported"),
+    # Ascend CANN: its collective library's error code (EI...), and a bare error report that must not read healthy.
+    ("[rank0]: EI0006: [PID: 4242] 2026-01-01-00:00:00.000.000 Getting socket times out.", "nccl_error"),
+])
+def test_accelerator_and_kernel_library_wordings(log: str, category: str) -> None:
+    result = diagnose(log)
+    assert result.category == category, result.cause
+
+
+def test_an_ascend_error_report_is_never_read_as_a_healthy_start() -> None:
+    log = ("INFO 01-01 00:00:00 [platform.py:100] Automatically detected platform npu.\n"
+           "EZ9999: [PID: 4242] 2026-01-01-00:00:00.000.000 The error from device(chipId:0, dieId:0), serial number "
+           "is 7, an exception occurred during AICORE operator execution.")
+    assert diagnose(log).category != "none"
+
+
+def test_a_source_files_name_in_a_message_is_not_a_setting() -> None:
+    # An assertion inside a kernel's workspace accounting names its file and function, not a launch setting.
+    log = ("AssertionError: Workspace is locked but allocation from 'paged_attn.py:120:_decode_step' requires "
+           "1.50 MB, current size is 1.00 MB")
+    assert diagnose(log).category != "bad_argument"

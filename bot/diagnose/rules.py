@@ -262,6 +262,25 @@ RULES: tuple[Rule, ...] = (
             r"newer|later|up)|or\s{1,3}(?:above|newer|later|higher)|\+)"), 74, 0.8,
          "the engine needs compute capability sm_{0} or newer; this GPU is older", kind="capability",
          any_level=True),
+    # A kernel library's C++ check of the GPU it runs on: DeepGEMM's "Assertion error (csrc/apis/attention.hpp:219):
+    # Unsupported architecture" (the architecture there is the GPU's: no model is named), and a check that names
+    # the SM versions it has ("Only SM 10.x and 11.x are supported", sgl-kernel's Blackwell-only kernels).
+    Rule("kernel_gpu_arch_unsupported", "cuda_arch_or_driver",
+         _r(r"\.(?:hpp|cuh?|cpp|cc|h):\d{1,6}\)?:? Unsupported (?:GPU |CUDA |SM |device )?arch(?:itecture)?\b\.?\s*$"
+            r"|\bUnsupported (?:GPU|CUDA|SM|device) arch(?:itecture)?\b"
+            r"|\bOnly (?:SM|sm_?|compute capability) ?\d{1,3}(?:\.\w)?(?:(?:,| and| or) (?:SM ?)?\d{1,3}(?:\.\w)?){0,4}"
+            r" (?:is|are) supported\b"),
+         74, 0.75, "a kernel of this launch does not support this GPU's architecture", kind="capability"),
+    # A backend (a choice a flag makes: --attention-backend, --prefill-attention-backend) refused on this GPU
+    # generation, in the words of the check that lists what it allows ("Only {'trtllm_mha', 'triton', 'fa4'} backends
+    # are supported on Blackwell GPUs for hybrid GDN models. Got attention_backend=flashinfer.", sglang
+    # server_args.py). Filed like the generation checks below (the GPU's), with the flag as the alternative: the
+    # collections label such refusals both ways.
+    Rule("backend_not_for_this_gpu", "cuda_arch_or_driver",
+         _r(r"(?:\bbackends?\b[^\n]{0,80}?\b(?:is |are )?(?:only |not )(?:yet )?|\bOnly\b[^\n]{1,80}?\bbackends? (?:is|are) )"
+            r"supported (?:on|for|with) (?:NVIDIA )?(" + GPU_GENERATIONS + r"|SM ?\d{2,3}\w?|sm_?\d{2,3}\w?)"),
+         69, 0.6, "the backend this launch chose does not run on this GPU generation ({0}): choose another",
+         kind="generation", unsure=("bad_argument",)),
     # A feature for one GPU generation ("TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)",
     # sglang server_args.py; "FlashMLA is only supported on Hopper devices.", vllm attention/ops/flashmla.py).
     Rule("gpu_generation_only", "cuda_arch_or_driver",
@@ -306,7 +325,10 @@ RULES: tuple[Rule, ...] = (
             # all-reduce "Failed: Cuda error <file>:<line> 'out of memory'" (csrc/custom_all_reduce.cuh CUDACHECK)
             r"|\bCuda error\b[^\n]{0,300}'out of memory'"
             # Ascend's allocator (CANN "EL0004: Failed to allocate memory", torch_npu "Failed to apply for memory")
-            r"|\bEL0004\b|\bFailed to apply for memory\b"),
+            r"|\bEL0004\b|\bFailed to apply for memory\b"
+            # vLLM's linear layers wrap the allocation's OOM (layers/linear.py create_weights: "Failed to create
+            # unquantized linear weights. This may be caused by insufficient memory to allocate the weight.")
+            r"|\b(?:insufficient|not enough) (?:GPU |device )?memory to allocate (?:the )?(?:weights?|parameters?|tensors?)\b"),
          70, 0.8, "CUDA out of memory",
          exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
     # ------------------------------------------------------------------ multi-GPU communication
@@ -324,7 +346,10 @@ RULES: tuple[Rule, ...] = (
             r"|timed? ?out|unreachable)"
             # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)",
             # "DIST call hccl api failed" (vllm-project/vllm-ascend#2712)
-            r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"),
+            r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"
+            # CANN's error codes of its collective library are EI<4 digits> ("EI0009: ... Transport init error",
+            # "EI0006: Getting socket times out"; Ascend's error-code reference, HCCL module)
+            r"|^EI\d{4}: "),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
     # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
@@ -416,7 +441,9 @@ ERROR_SHAPED = re.compile(
     r"|The above exception was the direct cause|During handling of the above exception"
     r"|CUDA kernel errors might be asynchronously reported|CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA"
     # the CUDA-check macros of C++ extensions print without a level: "Failed: Cuda error <file>:<line> '<text>'"
-    r"|^Failed: |\bCuda (?:error|failure) ")
+    r"|^Failed: |\bCuda (?:error|failure) "
+    # Ascend CANN's error codes open its error reports: E<module letter><4 digits> ("EE9999:", "EL0004:", "EI0009:")
+    r"|^E[A-Z]\d{4}: ")
 #: What a dying process leaves behind, whatever level it is logged at: torch's warning that a process exited holding
 #: shared CUDA tensors (torch/csrc/CudaIPCTypes.cpp) or without destroying its process group (ProcessGroupNCCL.cpp),
 #: SGLang tearing down its process tree, Python's resource tracker cleaning up after exiting workers. In a tail that

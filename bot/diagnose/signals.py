@@ -201,6 +201,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|\bNo CUDA GPUs are available\b|Unexpected error from cudaGetDeviceCount\(\)"
            r"|Failed to initialize NVML: Driver/library version mismatch|\bNVML_SUCCESS == [^\n]{0,80}INTERNAL ASSERT"
            r" FAILED|Torch not compiled with CUDA enabled"
+           # the NVIDIA container toolkit refusing the container ("nvidia-container-cli: requirement error: unsatisfied
+           # condition: cuda>=12.4, please update your driver", "initialization error: nvml error: driver not loaded")
+           r"|nvidia-container-cli: (?:requirement|initialization) error"
            # cudaErrorSystemNotReady (802): "system not yet initialized" -- a driver daemon (the NVSwitch systems'
            # fabric manager) is not running; the CUDA runtime's own text, whatever prints it (cuda_runtime_api.h)
            r"|\bsystem not yet initiali[sz]ed\b|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY"),

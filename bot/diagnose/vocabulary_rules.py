@@ -17,7 +17,8 @@ from bot.diagnose.setting_phrases import SETTING_PHRASES
 from bot.diagnose.types import GPU_GENERATIONS, Rule, r
 
 #: An exception line: a dotted class name, ":" and the message (the engines' checks raise these four, and assert).
-_RAISED = r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|TypeError|RuntimeError|KeyError): "
+_RAISED = (r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|TypeError|RuntimeError|KeyError"
+           r"|AttributeError): ")
 #: The words of a quantization method or of its parameters (vllm/model_executor/layers/quantization/,
 #: sglang/srt/layers/quantization/: the method names and the config fields their checks refuse).
 _QUANT = (r"(?:quantiz\w{0,12}|\bfp8(?!\d)|\bmxfp\d|\bMX\(FP\d\)|\bmxint\d|\bnvfp4|\bfp4(?!\d)|\bawq|\bgptq"
@@ -34,7 +35,9 @@ _REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|(?:does |do )?no
            r"|not (?:yet )?implemented|is implemented only|requires?|Unknown|Invalid|expects?|cannot be used"
            r"|only\b[^\n]{1,80}\b(?:is|are) supported|(?:is|are) required (?:for|by|when))\b")
 #: A setting's name as the engines spell it in their checks: a snake_case field or a --flag.
-_SETTING = r"(?-i:\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b|(?<![\w-])--[a-z][a-z0-9-]{2,60})"
+#: (a source file's name is not a setting: "allocation from 'turboquant_attn.py:879:_decode_attention'")
+_SETTING = (r"(?-i:(?<![/.])\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b(?!\.(?:py|pyx|cpp|cc|cu|cuh|h|hpp)\b)"
+            r"|(?<![\w-])--[a-z][a-z0-9-]{2,60})")
 #: ... and how a check of settings says no.
 _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:supported|compatible|applicable|allowed)"
                     r"|not compatible with|cannot be|can only be|only supported|is required|are required|requires?"
