@@ -66,7 +66,10 @@ _RECORD_START = re.compile(r'^\s*(?:File "|Traceback \(|During handling|The abov
 def _new_record(raw: str) -> bool:
     """A line that begins a log record (a level, a timestamp, a traceback part), so it cannot be a wrapped rest."""
     norm = normalize_line(raw)
-    return norm.level is not None or norm.timestamp is not None or bool(_RECORD_START.match(norm.text))
+    # A prefix the normaliser peeled (a process tag "(VllmWorker rank=0 pid=4360)", a compose service's name) opens
+    # a line of the process that wrote it, even without a level or a time.
+    peeled = bool(norm.text) and not raw.lstrip().startswith(norm.text[:40])
+    return norm.level is not None or norm.timestamp is not None or peeled or bool(_RECORD_START.match(norm.text))
 
 
 def _unwrapped(raw_lines: list[str]) -> list[tuple[int, str]]:
