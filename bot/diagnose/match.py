@@ -47,7 +47,7 @@ from bot.diagnose.rules import (
     Rule,
 )
 from bot.diagnose.oom_phases import OOM_BY_PHASE, OOM_MESSAGE_NOISE, OOM_MESSAGE_PHASE, PHASE_MARKERS
-from bot.diagnose.reading import FRAME as _FRAME, continued, prepare
+from bot.diagnose.reading import FRAME as _FRAME, continued, drop_handled, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
 from bot.diagnose.unknown import SIGKILL_EXIT_CODES, import_behind_inspection, unrecognised
@@ -306,7 +306,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     command they ran); like a plan's argv it tells whether the launch ran speculative decoding.
     """
     # Bounded input before any rule runs: the last TAIL_BYTES characters, every line cut at MAX_LINE_CHARS.
-    lines = prepare(bound_text(log_tail))
+    lines = drop_handled(prepare(bound_text(log_tail)))
     # The deployment's engine picks the engine-specific crash rules; a guess from the log's own lines only picks the
     # advice's spelling (a wrong guess must not drop the other engine's rules).
     deployed = engine or (plan.engine if plan else None)

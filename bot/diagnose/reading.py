@@ -121,6 +121,34 @@ def prepare(log_tail: str) -> list[LogLine]:
     return lines
 
 
+#: Failures the code that prints them catches and goes on from, with the traceback it logs under them: vLLM's chat
+#: template warm-up (vllm/entrypoints/openai serving_chat.py warmup(): logger.exception("Chat template warmup
+#: failed"), then the server starts), and CPython's unraisable-exception hook ("Exception ignored in: <function
+#: X.__del__ ...>", sys.unraisablehook: never stops the program).
+HANDLED_FAILURE = re.compile(r"^Chat template warmup failed\b|^Exception ignored (?:in|on calling)\b")
+#: The lines of the traceback such a notice prints under it.
+_TRACEBACK_LINE = re.compile(r'^(?:Traceback \(most recent call last\)|File "|[\s^~]*$)')
+
+
+def drop_handled(lines: list[LogLine]) -> list[LogLine]:
+    """The tail without the failures the engine caught and went on from (the notice, its traceback, its exception
+    line): what is left says whether the start went on."""
+    out: list[LogLine] = []
+    inside = False
+    for line in lines:
+        if HANDLED_FAILURE.search(line.text):
+            inside = True
+            continue
+        if inside:
+            if line.code or _TRACEBACK_LINE.match(line.text):
+                continue
+            inside = False
+            if GENERIC_ERROR.search(line.text):
+                continue  # the exception line that ends the caught traceback
+        out.append(line)
+    return out
+
+
 #: A message wrapped onto the next line: the line ends mid-sentence and the next goes on in lower case.
 _ENDS_SENTENCE = re.compile(r"[.!?:;\])}\"'>]$")
 _GOES_ON = re.compile(r"^[a-z]")

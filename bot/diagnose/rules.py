@@ -83,7 +83,8 @@ RULES: tuple[Rule, ...] = (
          80, 0.9, "at this TP the per-GPU weight slice ({0}) is not a multiple of the quantization block ({1})",
          kind="block"),
     Rule("generic_not_divisible", "tp_not_divisible",
-         _r(r"\b(\d+) is not divisible by (\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
+         # (a kernel's tile named: "size_n = 2736 is not divisible by tile_n_size = 64", vLLM's Marlin checks)
+         _r(r"\b(\d+) is not divisible by (?:[a-z_]{1,30} ?= ?)?(\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
             r"|\w{0,20}_tp_size\b|world[ _]size\b)"
             r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"
             # experts over expert parallelism, the taxonomy's "experts ... not divisible"
@@ -304,7 +305,9 @@ RULES: tuple[Rule, ...] = (
             r"CalledProcessError: Command '\[[^\]]{0,400}ninja"),
          78, 0.85, "a JIT kernel build (ninja) failed", kind="ninja"),
     Rule("ptxas_failed", "jit_compile_failure",
-         _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal"), 70, 0.75,
+         # (ptxas's own words when the target is newer than it: "Value 'sm_121a' is not defined for option 'gpu-name'")
+         _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal|Value 'sm_\d{2,3}\w?' is not defined for option 'gpu-name'"),
+         70, 0.75,
          "a Triton kernel failed to compile for this GPU (ptxas)", kind="ptxas",
          unsure=("quantization_unsupported", "cuda_arch_or_driver")),
     Rule("torch_compile_failed", "jit_compile_failure",
@@ -314,6 +317,9 @@ RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ memory
     Rule("cuda_graph_capture_failed", "cuda_graph_oom",
          _r(r"Capture (?:piecewise )?cuda ?graph failed|operation not permitted when stream is capturing"
+            # SGLang's piecewise graphs (model_executor/piecewise_cuda_graph_runner.py: "Piecewise CUDA Graph failed
+            # with error: ...")
+            r"|\bPiecewise CUDA ?Graph failed\b"
             r"|cudaErrorStreamCapture\w{1,40}"),
          80, 0.85, "CUDA graph capture failed", kind="capture"),
     Rule("cuda_oom", OOM,
@@ -349,7 +355,12 @@ RULES: tuple[Rule, ...] = (
             r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"
             # CANN's error codes of its collective library are EI<4 digits> ("EI0009: ... Transport init error",
             # "EI0006: Getting socket times out"; Ascend's error-code reference, HCCL module)
-            r"|^EI\d{4}: "),
+            r"|^EI\d{4}: "
+            # NVSHMEM (DeepEP's transport between GPUs and nodes): its init and its InfiniBand verbs
+            # ("ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM
+            # initialization has completed", nvshmem src/modules/transport/ibrc, src/host/init)
+            # (not "init failed for transport: IBGDA": NVSHMEM tries each transport and goes on with the next)
+            r"|\bibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
     # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
@@ -442,6 +453,8 @@ ERROR_SHAPED = re.compile(
     r"|CUDA kernel errors might be asynchronously reported|CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA"
     # the CUDA-check macros of C++ extensions print without a level: "Failed: Cuda error <file>:<line> '<text>'"
     r"|^Failed: |\bCuda (?:error|failure) "
+    # a C/C++ library's own check, "<file>.cpp:<line>: non-zero status: 22 ..." (NVSHMEM's NVSHMEMI_NZ_ERROR_JMP)
+    r"|\.(?:c|cc|cpp|cu|cuh|h|hpp):\d{1,6}:? non-zero status\b"
     # Ascend CANN's error codes open its error reports: E<module letter><4 digits> ("EE9999:", "EL0004:", "EI0009:")
     r"|^E[A-Z]\d{4}: ")
 #: What a dying process leaves behind, whatever level it is logged at: torch's warning that a process exited holding

@@ -146,6 +146,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            # compile kernel", TVM-FFI's "Compilation failed"
            r"|\bfailed to compile\b[^\n]{0,200}?(?:\.cuh?\b|\.cpp\b|\bkernels?\b|\bnvcc\b|\bwith \w{2,10}$)"
            r"|\b(?:TVM\w{0,10}|Runtime)Error: Compilation failed\b"
+           # AITER's JIT (ROCm): "failed build jit [module_moe_ck2stages]" (aiter/jit/core.py)
+           r"|\bfailed build jit\b"
            r"|\bstack frame size \(\d{1,12}\) exceeds limit\b"
            # LLVM's report_fatal_error, MLIR's pass manager (Triton lowers through both), NVRTC's runtime compiler
            r"|^LLVM ERROR: |failures have been detected while processing an MLIR pass pipeline|PassManager::run failed"
