@@ -104,3 +104,18 @@ def test_a_source_files_name_in_a_message_is_not_a_setting() -> None:
     log = ("AssertionError: Workspace is locked but allocation from 'paged_attn.py:120:_decode_step' requires "
            "1.50 MB, current size is 1.00 MB")
     assert diagnose(log).category != "bad_argument"
+
+
+@pytest.mark.parametrize("line,step_words", [
+    ("RuntimeError: CUDA error: system not yet initialized", "nvidia-fabricmanager"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "reboot"),
+    ("RuntimeError: No CUDA GPUs are available", "--gpus all"),
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer "
+     "version, or use an earlier cuda container: unknown.", "upgrade the NVIDIA driver"),
+    ("RuntimeError: Assertion error (/deepgemm/csrc/apis/gemm.hpp:91): Unsupported architecture",
+     "VLLM_USE_DEEP_GEMM=0"),
+])
+def test_the_driver_and_architecture_advice_follows_what_the_message_says(line: str, step_words: str) -> None:
+    result = diagnose(line, exit_code=1)
+    assert result.category == "cuda_arch_or_driver"
+    assert step_words in result.next_steps[0], result.next_steps

@@ -271,7 +271,7 @@ RULES: tuple[Rule, ...] = (
             r"|\bUnsupported (?:GPU|CUDA|SM|device) arch(?:itecture)?\b"
             r"|\bOnly (?:SM|sm_?|compute capability) ?\d{1,3}(?:\.\w)?(?:(?:,| and| or) (?:SM ?)?\d{1,3}(?:\.\w)?){0,4}"
             r" (?:is|are) supported\b"),
-         74, 0.75, "a kernel of this launch does not support this GPU's architecture", kind="capability"),
+         74, 0.75, "a kernel of this launch does not support this GPU's architecture", kind="kernel_arch"),
     # A backend (a choice a flag makes: --attention-backend, --prefill-attention-backend) refused on this GPU
     # generation, in the words of the check that lists what it allows ("Only {'trtllm_mha', 'triton', 'fa4'} backends
     # are supported on Blackwell GPUs for hybrid GDN models. Got attention_backend=flashinfer.", sglang

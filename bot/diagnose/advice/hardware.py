@@ -15,10 +15,14 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
     steps: list[str] = []
     fix: Fix | None = None
     if f.kind == "driver":
-        driver = f"driver {s.facts.driver_version} (CUDA {s.facts.cuda_version})" \
-            if s.facts and s.facts.driver_version else "the host's driver"
-        steps.append(f"{driver} is older than the CUDA the engine's torch needs: upgrade the NVIDIA driver, or "
-                     f"install an engine/torch build for the driver's CUDA version")
+        steps.append(_driver_step(f.decisive.text if f.decisive else "", s))
+    elif f.kind == "kernel_arch":
+        text = f.decisive.text if f.decisive else ""
+        steps.append(f"a kernel library has no kernels for {gpu or 'this GPU'}'s architecture (\"{exception_message(text)}\"): "
+                     f"use a release of the engine or its image built for this GPU, or a launch that avoids that "
+                     f"kernel (another attention / MoE backend)"
+                     + ("; DeepGEMM can be switched off (VLLM_USE_DEEP_GEMM=0 for vLLM, SGL_ENABLE_JIT_DEEPGEMM=0 "
+                        "for SGLang)" if re.search(r"deep_?gemm", text, re.IGNORECASE) else ""))
     elif f.kind == "bf16":
         steps.append(f"{gpu or 'this GPU'} has no bfloat16: run in float16 (--dtype float16)")
         fix = Fix(summary="--dtype float16 (no bfloat16 on this GPU)",
@@ -39,6 +43,31 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
         steps.append("a kernel JIT-compiled elsewhere (a copied cache) can cause the same: clear the JIT caches "
                      "(~/.cache/flashinfer, ~/.triton) and relaunch")
     return steps, fix
+
+
+#: What the driver's words say is wrong with it: (pattern, the step).
+_DRIVER_CASES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"system not yet initiali[sz]ed|SystemNotReady|SYSTEM_NOT_READY", re.IGNORECASE),
+     "the driver says the system is not initialised (CUDA error 802): on NVSwitch machines (HGX/DGX) start the "
+     "fabric manager (`systemctl start nvidia-fabricmanager`, the same version as the driver) and relaunch"),
+    (re.compile(r"Driver/library version mismatch", re.IGNORECASE),
+     "the loaded kernel module and the driver's libraries differ (the driver was upgraded without a reboot): reboot "
+     "the host, or reload the nvidia kernel modules"),
+    (re.compile(r"no CUDA-capable device|No CUDA GPUs are available|Found no NVIDIA driver|couldn't communicate"
+                r"|driver not loaded|cudaErrorNoDevice|not compiled with CUDA", re.IGNORECASE),
+     "the process sees no GPU: run the container with the GPUs (`--gpus all` / the nvidia runtime), check "
+     "CUDA_VISIBLE_DEVICES, and that `nvidia-smi` works on the host (the driver loaded)"),
+)
+
+
+def _driver_step(text: str, s: PlanView) -> str:
+    for pattern, step in _DRIVER_CASES:
+        if pattern.search(text):
+            return step
+    driver = f"driver {s.facts.driver_version} (CUDA {s.facts.cuda_version})" \
+        if s.facts and s.facts.driver_version else "the host's driver"
+    return (f"{driver} is older than the CUDA the engine's torch needs: upgrade the NVIDIA driver, or install an "
+            f"engine/torch build for the driver's CUDA version")
 
 
 def advise_quantization(f: Finding, s: PlanView) -> Advice:
