@@ -68,3 +68,79 @@ def test_a_transport_nvshmem_skips_is_not_a_crash() -> None:
     log = (f"{_START}\n/build/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:282: init failed for "
            "transport: IBGDA\n(APIServer pid=7) INFO:     Application startup complete.")
     assert diagnose(log).category == "none"
+
+
+# ------------------------------------------------------------------------------------------ requests a server answered
+_SERVING = """\
+INFO 05-08 21:20:00 [api_server.py:1090] Starting vLLM API server 0 on http://0.0.0.0:8000
+INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK"""
+
+
+@pytest.mark.parametrize("rejected", [
+    # vllm/entrypoints/openai/serving_engine.py _validate_input, logged by serving_chat.py
+    "ERROR 05-08 21:27:27 [serving_chat.py:198] Error in preprocessing prompt inputs\n"
+    "ERROR 05-08 21:27:27 [serving_chat.py:198] ValueError: This model's maximum context length is 4096 tokens. "
+    "However, you requested 5000 tokens (4500 in the messages, 500 in the completion).",
+    # vllm/multimodal: the per-prompt limit, as vLLM 0.6/0.7 (no brackets) logs it
+    "ERROR 01-23 07:08:25 serving_chat.py:181] ValueError: At most 2 image(s) may be provided in one request.",
+    # vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py: logger.exception, traceback without the prefix
+    "ERROR 05-10 10:00:00 [hermes_tool_parser.py:110] Error in extracting tool call from response.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py", '
+    'line 88, in extract_tool_calls\n'
+    "    json.loads(match[0] if match[0] else match[1])\n"
+    "json.decoder.JSONDecodeError: Expecting value: line 1 column 2 (char 1)",
+])
+@pytest.mark.parametrize("with_ready", [True, False])
+def test_a_request_the_server_refused_is_not_a_crash(rejected: str, with_ready: bool) -> None:
+    # Without the ready line in the excerpt the handler's own line proves the server was serving.
+    log = f"{_SERVING}\n{rejected}" if with_ready else rejected
+    result = diagnose(log)
+    assert result.category == "none", result.cause
+
+
+def test_a_request_error_that_says_the_engine_died_is_a_crash() -> None:
+    log = (f"{_SERVING}\nERROR 05-08 21:27:27 [serving_chat.py:1100] Error in chat completion stream generator.\n"
+           "Traceback (most recent call last):\n"
+           '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/async_llm.py", line 400, in generate\n'
+           "    out = q.get_nowait() or await q.get()\n"
+           "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+           "the root cause.")
+    assert diagnose(log, exit_code=1).category != "none"
+
+
+@pytest.mark.parametrize("log,category", [
+    # sglang/srt/managers/scheduler.py watchdog
+    ("[2025-08-02 19:24:30 TP0] Watchdog timeout (self.watchdog_timeout=300)", "other"),
+    # sglang's scheduler: one request no longer fits the KV pool
+    ("AssertionError: No space left for only one request, self.token_to_kv_pool_allocator.available_size()=0",
+     "kv_cache_insufficient"),
+    # ROCm's HSA runtime on a kernel's fault (ROCR-Runtime)
+    ("Memory access fault by GPU node-2 (Agent handle: 0x55d1f0c0) on address 0x7f0000000000. Reason: Page not "
+     "present or supplementary page not present.", "other"),
+    # HCCL's own log line (Ascend's collective library)
+    ("[ERROR] HCCL(1234,python3):2026-01-01-00:00:00.000.000 [hccl_socket_manager.cc:778] [5678][Wait][LinkEstablish]"
+     "wait socket establish timeout, role[0] rank[3] timeout[120]", "nccl_error"),
+    # Ascend's graph capture out of stream resources (CANN)
+    ("rtStreamBeginCapture execution failed, reason=driver error:no stream resource", "cuda_graph_oom"),
+    # Ascend's runtime that cannot start (torch_npu's first ACL call)
+    ("RuntimeError: SetPrecisionMode:torch_npu/csrc/framework/LazyInitAclops.cpp:155 NPU function error: "
+     "at_npu::native::AclSetCompileopt(aclCompileOpt::ACL_PRECISION_MODE, precision_mode), error code is 500001",
+     "cuda_arch_or_driver"),
+    # a package at another version than the engine expects
+    ("AttributeError: module 'flashinfer' has no attribute 'mm_fp4'", "missing_dependency"),
+])
+def test_serving_time_and_platform_wordings(log: str, category: str) -> None:
+    result = diagnose(log, exit_code=1)
+    assert result.category == category, result.cause
+
+
+def test_no_platform_yet_before_a_plugin_activates_is_routine() -> None:
+    # vLLM 0.7 logs "No platform detected" before the platform plugin (vllm-ascend) activates.
+    log = ("INFO 03-05 17:41:34 __init__.py:187] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+           "INFO 03-05 17:41:34 __init__.py:174] Platform plugin ascend is activated\n"
+           "INFO 03-05 17:41:38 api_server.py:838] vLLM API server version 0.7.1")
+    assert diagnose(log).category == "none"
+    assert diagnose("INFO 03-05 17:41:34 __init__.py:187] No platform detected, vLLM is running on "
+                    "UnspecifiedPlatform\nRuntimeError: Failed to infer device type", exit_code=1).category \
+        == "cuda_arch_or_driver"

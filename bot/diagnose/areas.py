@@ -276,8 +276,9 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
         return
     area = AREAS[index]
     # The exception itself when there is one (a squashed line's last exception, not its first words).
-    quoted = f"{chain[0].qualname}: {chain[0].message}".rstrip(": ")[:160] if chain else \
-        (finding.decisive.text[:160] if finding.decisive else "?")
+    quoted = f"{chain[0].qualname}: {chain[0].message}".rstrip(": ")[:160] if chain else ""
+    if not quoted:  # (a traceback cut before its exception line names nothing: its decisive line does)
+        quoted = finding.decisive.text[:160] if finding.decisive else "?"
     finding.category, finding.kind = area.category, area.kind
     finding.cause = area.cause.format(quoted.rstrip(". "))
     finding.confidence = 0.6 if best >= 6 else 0.5 if best >= 4 else 0.45

@@ -15,7 +15,20 @@ from bot.logevents import DecodeStats, LogReader, NormalizedLine, ServerReady
 from bot.models import Diagnosis
 
 #: Access-log and scheduler lines of a working server: never an error, so never matched against the rules.
+#: (not a 4xx: a client of another server logs those too, SGLang's warm-up through an HTTP proxy that refused it)
 _ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\d\b|^Prefill batch(?: \[\d{1,12}\])?[.,] #new-seq')
+#: vLLM's per-request handlers log under their own module names (entrypoints/openai/serving_chat.py,
+#: serving_completion.py, serving_engine.py, chat_completion/serving.py, protocol.py, tool_parsers/*_tool_parser.py,
+#: reasoning/*_reasoning_parser.py): a request rejected ("This model's maximum context length is ...", "At most 1
+#: image(s) may be provided in one request", "Error in extracting tool call from response") is answered with an HTTP
+#: error and the server goes on, so such a line is proof the server was serving, never the crash -- unless it says
+#: the engine under it is gone.
+_REQUEST_HANDLER = re.compile(r"(?:\[|\s)(?:serving(?:_\w{1,30})?|\w{1,30}_tool_parser|\w{1,30}_reasoning_parser"
+                              r"|protocol)\.py:\d{1,6}\]")
+_ENGINE_GONE = re.compile(r"EngineDead|engine (?:is )?dead|EngineCore|Engine loop|shutting down", re.IGNORECASE)
+#: vLLM before 0.8 logs "No platform detected" before a platform plugin (vllm-ascend) activates: routine then.
+_NO_PLATFORM_YET = re.compile(r"No platform detected, vLLM is running on UnspecifiedPlatform")
+_PLUGIN_PLATFORM = re.compile(r"Platform plugin (?!cuda\b)\w+ is activated", re.IGNORECASE)
 #: The line that says the server listens: the first proof of life a person looks for.
 _LISTENING = re.compile(r"Starting vLLM (?:API )?server(?: \d+)?(?: \([^)\n]{1,60}\))? on|Uvicorn running on"
                         r"|fired up and ready to roll")
@@ -48,12 +61,20 @@ class Health:
 def read_health(lines: list[LogLine], engine: str | None) -> Health:
     reader = LogReader(engine)
     health = Health()
+    plugin_platform = any(_PLUGIN_PLATFORM.search(line.text) for line in lines)
+    in_request_traceback = False
     for pos, line in enumerate(lines):
         if _HTTP_UP.search(line.text):
             health.http_up = line
-        if _ROUTINE.search(line.text):
+        request = _REQUEST_HANDLER.search(line.raw) and not _ENGINE_GONE.search(line.text)
+        # logger.exception prints the handler's traceback without the prefix: it is the request's too
+        in_request_traceback = bool(request) or (in_request_traceback and _continues_traceback(line)
+                                                 and not _ENGINE_GONE.search(line.text))
+        if _ROUTINE.search(line.text) or in_request_traceback:
             health.routine.add(pos)
             health.served, health.served_pos = line, pos
+        if plugin_platform and _NO_PLATFORM_YET.search(line.text):
+            health.routine.add(pos)
         if health.listening is None and _LISTENING.search(line.text):
             health.listening, health.listening_pos = line, pos
         for event in reader.feed_normalized(NormalizedLine(line.text, line.level, None), line.raw):
@@ -67,6 +88,16 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
             else:
                 health.last_step = line
     return health
+
+
+#: A traceback's own lines: its header, a frame, the source under it, carets, a chain's joint, its exception line.
+_TRACEBACK_LINE = re.compile(r'^(?:Traceback \(most recent call last\)|File "|[\s^~]*$|During handling of the above'
+                             r'|The above exception)')
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception)\b(?::|$)")
+
+
+def _continues_traceback(line: LogLine) -> bool:
+    return line.code or bool(_TRACEBACK_LINE.match(line.text)) or bool(_EXCEPTION_LINE.match(line.text))
 
 
 def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None) -> Diagnosis:

@@ -320,6 +320,9 @@ RULES: tuple[Rule, ...] = (
             # SGLang's piecewise graphs (model_executor/piecewise_cuda_graph_runner.py: "Piecewise CUDA Graph failed
             # with error: ...")
             r"|\bPiecewise CUDA ?Graph failed\b"
+            # Ascend's graph capture (ACL graphs, torch_npu NPUGraph): the runtime's capture calls and its stream
+            # resources ("rtStreamBeginCapture execution failed", "Insufficient_Stream_Resources(EL0009)")
+            r"|\brtStream(?:Begin|End)Capture\w{0,20} execution failed|\bInsufficient_Stream_Resources\b|\bEL0009\b"
             r"|cudaErrorStreamCapture\w{1,40}"),
          80, 0.85, "CUDA graph capture failed", kind="capture"),
     Rule("cuda_oom", OOM,
@@ -356,6 +359,9 @@ RULES: tuple[Rule, ...] = (
             # CANN's error codes of its collective library are EI<4 digits> ("EI0009: ... Transport init error",
             # "EI0006: Getting socket times out"; Ascend's error-code reference, HCCL module)
             r"|^EI\d{4}: "
+            # HCCL's own log lines ("[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57 [hccl_socket_manager.cc:778]
+            # ... wait socket establish timeout")
+            r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"
             # NVSHMEM (DeepEP's transport between GPUs and nodes): its init and its InfiniBand verbs
             # ("ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM
             # initialization has completed", nvshmem src/modules/transport/ibrc, src/host/init)
@@ -378,10 +384,20 @@ RULES: tuple[Rule, ...] = (
     Rule("illegal_memory_access", "other",
          _r(r"an illegal memory access was encountered|CUDA error: misaligned address|device-side assert triggered"
             r"|CUDA error: unspecified launch failure|CUDA error: an illegal instruction"
+            # ROCm's HSA runtime on a GPU kernel's fault ("Memory access fault by GPU node-2 ... Reason: Page not
+            # present", "aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", ROCR-Runtime)
+            r"|\bMemory access fault by GPU node\b|\bHSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|EXCEPTION"
+            r"|ILLEGAL_INSTRUCTION|MEMORY_FAULT)\b"
             r"|\bCuda (?:error|failure)\b[^\n]{0,300}'(?:misaligned address|unspecified launch failure"
             r"|an illegal instruction was encountered|device-side assert triggered)'"),
          45, 0.6, "a CUDA kernel crashed (illegal memory access / device-side assert): an engine or kernel bug",
          kind="kernel_crash"),
+    # SGLang's scheduler watchdog: no forward step finished within --watchdog-timeout, so it kills the server
+    # (sglang/srt/managers/scheduler.py watchdog_thread: "Watchdog timeout (self.watchdog_timeout=300)").
+    Rule("scheduler_watchdog", "other",
+         _r(r"\bWatchdog timeout \(self\.watchdog_timeout=(\d{1,6})|\bScheduler watchdog timeout\b"), 46, 0.6,
+         "the scheduler was stuck for {0} s and SGLang's watchdog stopped the server (a hang, not a crash of its own)",
+         kind="hang", any_level=True),
     Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
          "the engine crashed in native code (segmentation fault)", kind="segfault"),
     # ------------------------------------------------------------------ killed from outside

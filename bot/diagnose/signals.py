@@ -214,9 +214,27 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # cudaErrorInvalidDevice: the process was asked for a GPU it cannot see (CUDA_VISIBLE_DEVICES, more TP ranks than
     # visible GPUs).
     Rule("invalid_device_ordinal", "cuda_arch_or_driver", r(r"CUDA(?: driver)? error: invalid device ordinal|cudaErrorInvalidDevice"
-                                              r"|Cuda (?:error|failure)\b[^\n]{0,300}'invalid device ordinal'"),
+                                              r"|Cuda (?:error|failure)\b[^\n]{0,300}'invalid device ordinal'"
+                                              # Ascend's runtime on ASCEND_RT_VISIBLE_DEVICES naming an NPU it lacks
+                                              r"|\bset ASCEND_RT_VISIBLE_DEVICES:\S{1,60} error\b"),
          74, 0.75, "the engine asked for a GPU this process cannot see (CUDA_VISIBLE_DEVICES, or more ranks than GPUs)",
          kind="driver", unsure=("bad_argument",)),
+    # Ascend's runtime (CANN) that cannot start on this device: torch_npu's first ACL calls fail ("SetPrecisionMode:
+    # ... NPU function error: at_npu::native::AclSetCompileopt(...), error code is 500001", "init runtime platform
+    # info failed, SocVersion = Ascend910B2"): the CANN install, its driver or the chip, like a CUDA driver problem.
+    Rule("npu_runtime_init_failed", "cuda_arch_or_driver",
+         r(r"\binit runtime platform info failed\b|\bSetPrecisionMode:[^\n]{0,300}NPU function error"
+           r"|\baclrtGetDeviceCount\w{0,20}[^\n]{0,120}(?:error|fail)"), 66, 0.65,
+         "the Ascend runtime (CANN) could not start on this NPU: the CANN toolkit, its driver or the chip do not "
+         "match what torch_npu / the engine build needs", kind="driver"),
+    # A package whose installed version lacks what the engine calls ("module 'aiter' has no attribute 'dtypes'",
+    # "module 'torch' has no attribute 'float8_e8m0fnu'"): a dependency at another version than the engine pins.
+    # (transformers has its own rules; the engines' own modules are the engine's bug or a mismatched plugin.)
+    Rule("package_lacks_attribute", "missing_dependency",
+         r(r"^AttributeError: module '(?!transformers\b|vllm\b|sglang\b)([a-z_][\w]{0,40})(?:\.[\w.]{1,60})?' has no "
+           r"attribute '(\w{1,80})'"), 56, 0.6,
+         "the installed {0} has no {1}: its version is not the one this engine release expects", kind="module",
+         unsure=("other",)),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
     Rule("driver_library_missing", "cuda_arch_or_driver",
          r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): cannot open shared object file"), 76, 0.8,

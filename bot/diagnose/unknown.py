@@ -210,6 +210,8 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
     """A crash no rule explains, told by its last error lines, its consequences, or only by how it ended; None for
     a tail whose errors a running server outlived."""
     errors, framing = _error_lines(lines)
+    # (lines the healthy path explains: a request the server refused and answered)
+    errors = [(pos, line) for pos, line in errors if pos not in health.routine]
     self_kill = any(SELF_KILL.search(line.text) for line in lines)
     if not (errors or framing):
         return _without_error_lines(lines, exit_code, health, structure, self_kill)

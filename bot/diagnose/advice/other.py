@@ -88,6 +88,10 @@ def _first_step(f: Finding, s: PlanView) -> str:
     if f.kind == "proxy":
         return "the host's HTTP proxy intercepted the server's own warm-up request: add the server's address to " \
                "no_proxy / NO_PROXY (e.g. no_proxy=localhost,127.0.0.1,0.0.0.0) in the engine's environment"
+    if f.kind == "hang":
+        return f"the scheduler made no progress{context} and the engine's watchdog stopped it: a batch hung on the GPU " \
+               f"(a kernel, NCCL between ranks, or a very long request); relaunch with {s.flag('no_graph')} to see " \
+               f"whether CUDA graphs are involved, and look for an NCCL timeout or a stuck rank in the other ranks' lines"
     if f.kind == "signal":
         return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
     structure = f.structure
@@ -109,7 +113,7 @@ def advise_other(f: Finding, s: PlanView) -> Advice:
     unsure = _unsure_step(f)
     if unsure:
         steps.append(unsure)
-    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy"):
+    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang"):
         steps.append(_search_step(f, s))
     fix: Fix | None = None
     if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):
