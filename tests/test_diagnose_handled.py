@@ -144,3 +144,26 @@ def test_no_platform_yet_before_a_plugin_activates_is_routine() -> None:
     assert diagnose("INFO 03-05 17:41:34 __init__.py:187] No platform detected, vLLM is running on "
                     "UnspecifiedPlatform\nRuntimeError: Failed to infer device type", exit_code=1).category \
         == "cuda_arch_or_driver"
+
+
+@pytest.mark.parametrize("fragment,category", [
+    # Engines' own sentences as a short paste keeps them: without the exception class, or cut at a console's width.
+    ("error while attempting to bind on address ('0.0.0.0', 30001)", "port_in_use"),
+    ("argument --attention-backend: invalid choice: 'fa9' (choose from 'flashinfer', 'triton')", "bad_argument"),
+    ("unrecognized arguments: --enable-turbo", "bad_argument"),
+    ("LayerNorm failed with error code no kernel image is available", "cuda_arch_or_driver"),
+    ("socketPollConnect: Connect to 10.1.2.3<40123> returned 113(No route to host)", "nccl_error"),
+    ("40.0 GiB KV cache is needed, which is larger than the available KV", "kv_cache_insufficient"),
+    ("The model's max seq len (65536) is larger than the maximum number", "kv_cache_insufficient"),
+    ("Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights",
+     "gpu_oom_weights"),
+    ("Repo model meta-llama/Llama-3.2-1B is gated. You must be authenticated to access it.", "hub_access"),
+    ("_C.abi3.so: undefined symbol", "missing_dependency"),
+    ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
+     "the 'spawn' start method", "other"),
+    ("does not match the quantization method specified in the `quantization` argument (awq_marlin)", "bad_argument"),
+])
+def test_a_short_paste_of_an_engines_sentence_is_still_read(fragment: str, category: str) -> None:
+    result = diagnose(fragment)
+    assert result.category == category, result.cause
+    assert "?" not in result.cause and "()" not in result.cause and "  " not in result.cause

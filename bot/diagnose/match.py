@@ -150,7 +150,8 @@ def _format_cause(template: str, match: re.Match[str]) -> str:
     for index in range(len(groups) - 1, -1, -1):
         value = groups[index]
         if value is None:
-            text = re.sub(r"\s*\(\{" + str(index) + r"\}\)", "", text)
+            # a parenthesis around the missing value goes with it: "(the {1} tokens)" of a message cut before it
+            text = re.sub(r"\s*\([^(){}]*\{" + str(index) + r"\}[^(){}]*\)", "", text)
             text = text.replace("{" + str(index) + "}", "")
         else:
             text = text.replace("{" + str(index) + "}", value.strip().rstrip(".")[:160])

@@ -44,7 +44,7 @@ _r = r
 
 RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ arguments (fail before anything runs)
-    Rule("argparse_unrecognized", "bad_argument", _r(r"error: unrecognized arguments?: (.+)"), 90, 0.95,
+    Rule("argparse_unrecognized", "bad_argument", _r(r"(?:error: |^)unrecognized arguments?: (.+)"), 90, 0.95,
          "the engine does not know the argument(s) {0}"),
     # argparse's own format for any refused value ("prog: error: argument --x: <message>", Lib/argparse.py
     # ArgumentError), whatever the message: its invalid choice / int value, or the engine's type function's text,
@@ -57,14 +57,15 @@ RULES: tuple[Rule, ...] = (
          _r(r"error: argument --quantization(?:/-q)?: invalid choice: '([\w-]+)'"), 91, 0.85,
          "this engine build does not know the quantization method '{0}'", kind="unknown", unsure=("bad_argument",)),
     Rule("argparse_invalid", "bad_argument",
-         _r(r"error: argument (--?[\w-]+)(?:/--?[\w-]+)*: (\S.{0,300})"),
+         _r(r"(?:error: |^)argument (--?[\w-]+)(?:/--?[\w-]+)*: (\S.{0,300})"),
          90, 0.95, "invalid value for {0}: {1}"),
     Rule("argparse_required", "bad_argument", _r(r"error: the following arguments are required: (.+)"), 90, 0.95,
          "missing required argument(s): {0}"),
     Rule("argparse_ambiguous", "bad_argument", _r(r"error: ambiguous option: (--?[\w-]+)"), 90, 0.9,
          "ambiguous (abbreviated) option {0}"),
     Rule("quantization_arg_mismatch", "bad_argument",
-         _r(r"Quantization method specified in the model config \((\w+)\) does not match the quantization method "
+         # (the head may be cut off a pasted line: the argument's part still says it)
+         _r(r"(?:Quantization method specified in the model config \((\w+)\) )?does not match the quantization method "
             r"specified in the .?quantization.? argument \(([\w-]+)\)"),
          85, 0.9, "--quantization {1} contradicts the checkpoint's own quantization ({0})", kind="quantization_arg"),
     Rule("incompatible_flags", "bad_argument",
@@ -84,7 +85,8 @@ RULES: tuple[Rule, ...] = (
          kind="block"),
     Rule("generic_not_divisible", "tp_not_divisible",
          # (a kernel's tile named: "size_n = 2736 is not divisible by tile_n_size = 64", vLLM's Marlin checks)
-         _r(r"\b(\d+) is not divisible by (?:[a-z_]{1,30} ?= ?)?(\d+)|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
+         _r(r"\b(\d+) is not divisible by (?:[a-z_]{1,30} ?= ?)?(\d+)"
+            r"|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
             r"|\w{0,20}_tp_size\b|world[ _]size\b)"
             r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"
             # experts over expert parallelism, the taxonomy's "experts ... not divisible"
@@ -162,7 +164,8 @@ RULES: tuple[Rule, ...] = (
          _r(r"Following weights were not initialized from checkpoint"), 60, 0.7,
          "the checkpoint lacks weights the model needs", kind="corrupt"),
     Rule("gated_repo", "hub_access",
-         _r(r"Cannot access gated repo|GatedRepoError|Access to model \S+ is restricted|trying to access a gated repo"),
+         _r(r"Cannot access gated repo|GatedRepoError|Access to model \S+ is restricted|trying to access a gated repo"
+            r"|\bRepo model \S{1,120} is gated\b"),
          80, 0.9, "the engine tried to download a gated model from the Hub without access", kind="gated"),
     Rule("hub_unreachable", "hub_access",
          _r(r"(?:RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError|LocalEntryNotFoundError"
@@ -221,7 +224,9 @@ RULES: tuple[Rule, ...] = (
             r"|forward compatibility was attempted on non supported HW|driver version \S+ is older than"),
          85, 0.9, "the NVIDIA driver is too old for the CUDA version the engine was built with", kind="driver"),
     Rule("no_kernel_image", "cuda_arch_or_driver",
-         _r(r"no kernel image is available for execution on the device|device kernel image is invalid"
+         # (a message cut at the console's width still names it: "RMSNorm failed with error code no kernel image
+         # is available")
+         _r(r"no kernel image is available(?: for execution on the device)?|device kernel image is invalid"
                            r"|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"),
          80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch",
          unsure=("jit_compile_failure",)),
@@ -278,7 +283,8 @@ RULES: tuple[Rule, ...] = (
     # server_args.py). Filed like the generation checks below (the GPU's), with the flag as the alternative: the
     # collections label such refusals both ways.
     Rule("backend_not_for_this_gpu", "cuda_arch_or_driver",
-         _r(r"(?:\bbackends?\b[^\n]{0,80}?\b(?:is |are )?(?:only |not )(?:yet )?|\bOnly\b[^\n]{1,80}?\bbackends? (?:is|are) )"
+         _r(r"(?:\bbackends?\b[^\n]{0,80}?\b(?:is |are )?(?:only |not )(?:yet )?"
+            r"|\bOnly\b[^\n]{1,80}?\bbackends? (?:is|are) )"
             r"supported (?:on|for|with) (?:NVIDIA )?(" + GPU_GENERATIONS + r"|SM ?\d{2,3}\w?|sm_?\d{2,3}\w?)"),
          69, 0.6, "the backend this launch chose does not run on this GPU generation ({0}): choose another",
          kind="generation", unsure=("bad_argument",)),
@@ -306,7 +312,8 @@ RULES: tuple[Rule, ...] = (
          78, 0.85, "a JIT kernel build (ninja) failed", kind="ninja"),
     Rule("ptxas_failed", "jit_compile_failure",
          # (ptxas's own words when the target is newer than it: "Value 'sm_121a' is not defined for option 'gpu-name'")
-         _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal|Value 'sm_\d{2,3}\w?' is not defined for option 'gpu-name'"),
+         _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal"
+            r"|Value 'sm_\d{2,3}\w?' is not defined for option 'gpu-name'"),
          70, 0.75,
          "a Triton kernel failed to compile for this GPU (ptxas)", kind="ptxas",
          unsure=("quantization_unsupported", "cuda_arch_or_driver")),
@@ -337,7 +344,8 @@ RULES: tuple[Rule, ...] = (
             r"|\bEL0004\b|\bFailed to apply for memory\b"
             # vLLM's linear layers wrap the allocation's OOM (layers/linear.py create_weights: "Failed to create
             # unquantized linear weights. This may be caused by insufficient memory to allocate the weight.")
-            r"|\b(?:insufficient|not enough) (?:GPU |device )?memory to allocate (?:the )?(?:weights?|parameters?|tensors?)\b"),
+            r"|\b(?:insufficient|not enough) (?:GPU |device )?memory to allocate (?:the )?"
+            r"(?:weights?|parameters?|tensors?)\b"),
          70, 0.8, "CUDA out of memory",
          exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
     # ------------------------------------------------------------------ multi-GPU communication

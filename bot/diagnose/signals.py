@@ -57,6 +57,8 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     # torch's c10d store when its port is held ("The server socket has failed to listen on any local
                     # network address"), a bind that failed on a port or an address:port
                     r"|\bserver socket has failed to (?:listen|bind)\b"
+                    # asyncio's create_server, as uvicorn logs it, cut before its reason
+                    r"|\berror while attempting to bind on address \('[\d.:a-f]{1,45}', \d{2,5}\)(?!: \[?errno 99)"
                     r"|\b(?:failed|unable) to bind (?:to )?(?:port \d{2,5}|[\w.:\[\]-]{1,60}:\d{2,5}\b))"),
          80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
          exclude=r(_PORT_RETRY.pattern + "|" + _NOT_THIS_HOSTS_ADDRESS)),
@@ -73,6 +75,26 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("host_enomem", "host_oom_killed", re.compile(NO_MEMORY + r"|\[Errno 12\]|ENOMEM"), 68, 0.75,
          "the OS refused to allocate host memory (ENOMEM): host RAM or its overcommit limit ran out", kind="enomem",
          exclude=r(r"CUDA|cuda|GPU|device memory")),
+    # A compiled module the loader refused, in a paste cut after "undefined symbol"
+    # ("_C.cpython-310-x86_64-linux-gnu.so: undefined symbol"), and sgl-kernel's own loader giving up on every build
+    # it ships (sgl_kernel/load_utils.py: "[sgl_kernel] CRITICAL: Could not load any common_ops library!").
+    Rule("extension_refused", "missing_dependency",
+         r(r"\.so(?:\.\d{1,3})*: undefined symbol\b|\[sgl_kernel\] CRITICAL: Could not load any common_ops library"),
+         62, 0.65, "a compiled package does not load (built against another torch / CUDA / Python)", kind="binary"),
+    # CUDA initialised in a parent, then used in a forked child (torch/cuda/__init__.py _lazy_init).
+    Rule("cuda_in_forked_child", "other",
+         r(r"Cannot re-initialize CUDA in forked subprocess"), 60, 0.75,
+         "CUDA was initialised before the engine forked its workers (the 'spawn' start method is needed)", kind="fork"),
+    # NCCL's socket layer and its proxy thread (nccl src/misc/socket.cc, src/proxy.cc), whatever prefix is kept.
+    Rule("nccl_socket", "nccl_error",
+         r(r"\bsocketPollConnect: Connect to \S{1,80} returned \d{1,3}\((?:No route to host|Network is unreachable)"
+           r"|\bProxy Call to rank \d{1,5} failed\b"), 56, 0.7,
+         "NCCL could not connect its ranks (network between the GPUs or nodes)", kind="nccl", any_level=True),
+    # Triton-Ascend's compiler (bishengir-compile) refusing its target or failing.
+    Rule("bishengir_failed", "jit_compile_failure",
+         r(r"\bbishengir-compile: [^\n]{0,200}(?:error|Cannot find option|failed)"), 62, 0.65,
+         "Triton-Ascend's kernel compiler (bishengir-compile) failed", kind="compiler_error",
+         unsure=("cuda_arch_or_driver",), any_level=True),
     # Python's own MemoryError and C++'s std::bad_alloc: an allocation of host memory failed (a huge tokenizer or
     # checkpoint read into RAM). Modest: a nonsense size asked for by a bug reads the same.
     Rule("host_alloc_failed", "host_oom_killed",
@@ -289,7 +311,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the installed transformers has no {0}{1}: it predates this model", exclude=OPTIONAL_IMPORT),
     # ------------------------------------------------------------------ engine checks of the model and its files
     Rule("context_over_model_limit", "bad_argument",
-         r(r"User-specified max_model_len \((\d{1,9})\) is greater than the derived max_model_len"
+         r(r"User-specified max_model_len \((\d{1,9})\) is greater than the derived\b"
            r"|context_length[^\n]{0,60}is (?:greater|longer) than the derived context_length"), 82, 0.9,
          "the requested context length ({0}) is longer than the model's own maximum", kind="context_over_model"),
     # A bare KeyError on a model-type-like key (family name with a version digit: 'qwen2', 'gemma3', 'qwen3_moe'):

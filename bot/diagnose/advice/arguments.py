@@ -36,7 +36,9 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
     steps: list[str] = []
     fix: Fix | None = None
     if f.kind == "quantization_arg" and f.match is not None:
-        steps.append(f"the checkpoint is {f.match.group(1)}-quantized: drop --quantization {f.match.group(2)} "
+        own = f"{f.match.group(1)}-quantized" if f.match.group(1) else \
+            "quantized by another method (its config says which)"
+        steps.append(f"the checkpoint is {own}: drop --quantization {f.match.group(2)} "
                      f"and let the engine read it from the config")
         return steps, Fix(summary="drop --quantization", overrides=PlanOverrides(remove_args=["--quantization"]))
     unknown = re.search(r"unrecognized arguments?: (.+)", text)

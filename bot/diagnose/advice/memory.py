@@ -42,7 +42,7 @@ def _smaller_context(f: Finding, s: PlanView) -> int | None:
     if estimated is None and needed and float(needed.group(2)) > 0:
         # vLLM V1 says how much KV one full-length request needs and how much is left: scale the length down.
         estimated = int(int(needed.group(1)) * float(needed.group(3)) / float(needed.group(2)))
-    if f.match is not None and f.rule == "kv_max_len":
+    if f.match is not None and f.rule == "kv_max_len" and f.match.group(2):  # (a message cut before its number)
         estimated = estimated or int(f.match.group(2))
     if estimated:
         return round_context(estimated)

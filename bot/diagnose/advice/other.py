@@ -88,10 +88,15 @@ def _first_step(f: Finding, s: PlanView) -> str:
     if f.kind == "proxy":
         return "the host's HTTP proxy intercepted the server's own warm-up request: add the server's address to " \
                "no_proxy / NO_PROXY (e.g. no_proxy=localhost,127.0.0.1,0.0.0.0) in the engine's environment"
+    if f.kind == "fork":
+        return "CUDA was initialised in the parent before the engine forked its workers: have them spawned " \
+               "(VLLM_WORKER_MULTIPROC_METHOD=spawn for vLLM), and in a script do not touch torch.cuda before the " \
+               "engine starts (guard the entry point with `if __name__ == \"__main__\":`)"
     if f.kind == "hang":
-        return f"the scheduler made no progress{context} and the engine's watchdog stopped it: a batch hung on the GPU " \
-               f"(a kernel, NCCL between ranks, or a very long request); relaunch with {s.flag('no_graph')} to see " \
-               f"whether CUDA graphs are involved, and look for an NCCL timeout or a stuck rank in the other ranks' lines"
+        return f"the scheduler made no progress{context} and the engine's watchdog stopped it: a batch hung on " \
+               f"the GPU (a kernel, NCCL between ranks, or a very long request); relaunch with " \
+               f"{s.flag('no_graph')} to see whether CUDA graphs are involved, and look for an NCCL timeout or a " \
+               f"stuck rank in the other ranks' lines"
     if f.kind == "signal":
         return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
     structure = f.structure
@@ -113,7 +118,7 @@ def advise_other(f: Finding, s: PlanView) -> Advice:
     unsure = _unsure_step(f)
     if unsure:
         steps.append(unsure)
-    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang"):
+    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork"):
         steps.append(_search_step(f, s))
     fix: Fix | None = None
     if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):

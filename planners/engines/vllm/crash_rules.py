@@ -64,13 +64,23 @@ RULES: tuple[CrashRule, ...] = (
                  r"memory utilization \(([\d.]+)"),
               82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
               "--gpu-memory-utilization {2} asks for", kind="lower", unsure=("other",)),
+    # (vllm/v1/worker/gpu_worker.py load_model: "Failed to load model - not enough GPU memory. Try lowering
+    # --gpu-memory-utilization to free memory for weights")
+    CrashRule("weights_no_room", "gpu_oom_weights",
+              _r(r"Failed to load model - not enough GPU memory"), 82, 0.85,
+              "the weights do not fit in the memory --gpu-memory-utilization leaves them", kind=None),
     CrashRule("kv_max_len", "kv_cache_insufficient",
-              _r(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
-                 r"\((\d+)\)"),
+              _r(r"max seq len \((\d+)\) is larger than the maximum number(?: of tokens that can be stored in KV "
+                 r"cache \((\d+)\))?"),
               82, 0.9, "the context length {0} does not fit in the KV cache ({1} tokens)", kind="context"),
     CrashRule("kv_v1_needed", "kv_cache_insufficient",
               _r(r"To serve at least one request with the models?'s max seq len \((\d+)\)"), 82, 0.9,
               "one request at the full context length {0} needs more KV cache than is left", kind="context"),
+    # The same check's message cut at a console's width, before its numbers.
+    CrashRule("kv_v1_needed_cut", "kv_cache_insufficient",
+              _r(r"GiB KV cache is needed, which is larger than the available KV\b"
+                 r"|\blarger than the available KV cache memory \([\d.]+ GiB\)"), 81, 0.85,
+              "one request at the full context length needs more KV cache than is left", kind="context"),
     # ------------------------------------------------------------------ the engine process, the platform
     CrashRule("engine_died", "host_oom_killed",
               _r(r"Engine core proc \S{1,80} died unexpectedly|EngineCore\S{0,80} died unexpectedly"
