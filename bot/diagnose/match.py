@@ -144,18 +144,28 @@ def _oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, flo
     return "unknown", None, 0.55
 
 
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+#: A parenthesis of the template that holds placeholders: "({1} tokens)", "({0}{1}{2})".
+_HOLDING_PARENS = re.compile(r"\s*\(([^()]*\{\d+\}[^()]*)\)")
+
+
 def _format_cause(template: str, match: re.Match[str]) -> str:
     groups = match.groups()
-    text = template
-    for index in range(len(groups) - 1, -1, -1):
-        value = groups[index]
-        if value is None:
-            # a parenthesis around the missing value goes with it: "(the {1} tokens)" of a message cut before it
-            text = re.sub(r"\s*\([^(){}]*\{" + str(index) + r"\}[^(){}]*\)", "", text)
-            text = text.replace("{" + str(index) + "}", "")
-        else:
-            text = text.replace("{" + str(index) + "}", value.strip().rstrip(".")[:160])
-    return re.sub(r"\{\d+\}", "?", text).strip()
+
+    def missing(index: str) -> bool:
+        return int(index) >= len(groups) or groups[int(index)] is None
+
+    # A parenthesis whose every value is missing goes with them ("(the {1} tokens)" of a message cut before it).
+    text = _HOLDING_PARENS.sub(lambda m: "" if all(missing(i) for i in _PLACEHOLDER.findall(m.group(1)))
+                               else m.group(0), template)
+
+    def value(m: re.Match[str]) -> str:
+        index = int(m.group(1))
+        if index >= len(groups):
+            return "?"
+        return "" if groups[index] is None else groups[index].strip().rstrip(".")[:160]
+
+    return _PLACEHOLDER.sub(value, text).strip()
 
 
 def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
