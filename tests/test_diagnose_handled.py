@@ -167,3 +167,29 @@ def test_a_short_paste_of_an_engines_sentence_is_still_read(fragment: str, categ
     result = diagnose(fragment)
     assert result.category == category, result.cause
     assert "?" not in result.cause and "()" not in result.cause and "  " not in result.cause
+
+
+@pytest.mark.parametrize("log,category", [
+    # vllm/lora: an adapter larger than the launch allows, raised directly or through the engine's RPC wrapper
+    ("ValueError: LoRA rank 128 is greater than max_lora_rank 64.", "bad_argument"),
+    ("Exception: Call to add_lora method failed: LoRA rank 32 is greater than max_lora_rank 16.", "bad_argument"),
+    # a mode that needs a flag given with it (sgl-router, SGLang's server_args checks)
+    ("Error starting router: PD disaggregation mode requires --decode", "bad_argument"),
+    # the RDMA registration of PD disaggregation's KV buffers (SGLang's Mooncake backend)
+    ("RuntimeError: Mooncake memory registration failed.", "nccl_error"),
+])
+def test_component_wordings(log: str, category: str) -> None:
+    result = diagnose(log, exit_code=1)
+    assert result.category == category, result.cause
+
+
+def test_a_feature_refusal_raised_in_the_cache_code_is_not_the_cache_running_out() -> None:
+    sgl = "/sgl-workspace/sglang/python/sglang/srt"
+    log = f"""\
+Traceback (most recent call last):
+  File "{sgl}/managers/scheduler.py", line 300, in __init__
+    self.init_memory_pool_and_cache()
+  File "{sgl}/mem_cache/hiradix_cache.py", line 80, in __init__
+    raise ValueError("HiRadixCache only supports MHA and MLA models")
+ValueError: HiRadixCache only supports MHA and MLA models"""
+    assert diagnose(log, exit_code=1).category != "kv_cache_insufficient"

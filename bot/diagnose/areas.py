@@ -47,6 +47,9 @@ class Area:
     #: ... unless the exception was raised inside a function that only runs in that phase (the capture itself):
     #: then the frames say the phase even when the tail was cut before its milestone line.
     phase_functions: re.Pattern[str] | None = None
+    #: A message in these words is a refusal of a feature, not this area's failure, wherever it was raised
+    #: ("HiRadixCache only supports MHA, MLA, and NSA (DSA) models" from sglang/srt/mem_cache/).
+    refusal: re.Pattern[str] | None = None
 
 
 AREAS: tuple[Area, ...] = (
@@ -106,7 +109,8 @@ AREAS: tuple[Area, ...] = (
     Area("kv_cache_insufficient", "the KV cache did not fit in what the weights left: {0}",
          frames=re.compile(r"check_enough_kv_cache_memory|kv_cache_utils\.py|determine_available_memory"
                            r"|get_kv_cache_configs?\b|init_memory_pool|sglang/srt/mem_cache/", _I),
-         kind="raise"),
+         kind="raise",
+         refusal=re.compile(r"\bonly supports?\b|\bnot (?:yet )?supported\b|\bunsupported\b|\bdoes not support\b", _I)),
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
          words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b" + GPU_GENERATIONS
@@ -257,7 +261,8 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     # Tracebacks of other processes in the tail (a worker's, cut before its exception line) are evidence too.
     chain += [other for other in reversed(structure.exceptions) if other.frames and other not in chain][:2]
     error_lines = _error_lines(finding, lines)
-    scores = [_score(area, chain, error_lines) for area in AREAS]
+    scores = [(0, False) if area.refusal and any(area.refusal.search(exc.message) for exc in chain)
+              else _score(area, chain, error_lines) for area in AREAS]
     if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
                   else (score, placed) for area, (score, placed) in zip(AREAS, scores)]

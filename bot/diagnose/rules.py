@@ -73,6 +73,15 @@ RULES: tuple[Rule, ...] = (
             r"with|are mutually exclusive)\b[^\n]{0,80}"),
          55, 0.7, "incompatible flags ({0} and another option)",
          exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
+    # A mode that needs another flag given with it ("PD disaggregation mode requires --prefill", sgl-router;
+    # "--enable-dp-lm-head requires --enable-dp-attention").
+    Rule("flag_required", "bad_argument",
+         _r(r"\brequires? (?:the |a |an )?(?:flag |option |argument )?(--[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){0,6})\b"),
+         54, 0.65, "this launch needs {0} set as well", exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
+    # LoRA adapters larger than the launch allows (vllm/lora: "LoRA rank 64 is greater than max_lora_rank 16").
+    Rule("lora_rank_over_max", "bad_argument",
+         _r(r"\bLoRA rank (\d{1,5}) is greater than max_lora_rank (\d{1,5})"), 80, 0.85,
+         "the adapter's LoRA rank {0} is above --max-lora-rank {1}: raise it to at least {0}"),
     # ------------------------------------------------------------------ tensor parallel divisibility
     Rule("heads_not_divisible", "tp_not_divisible",
          _r(r"Total number of (?:attention|key[ _-]value) heads \((\d+)\) must be divisible by tensor parallel "
@@ -373,6 +382,9 @@ RULES: tuple[Rule, ...] = (
             # NVSHMEM (DeepEP's transport between GPUs and nodes): its init and its InfiniBand verbs
             # ("ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM
             # initialization has completed", nvshmem src/modules/transport/ibrc, src/host/init)
+            # the RDMA memory registration of PD disaggregation's KV transfer ("Mooncake memory registration
+            # failed"; not "transfer failed for request ...": the collections file those under three categories)
+            r"|\bMooncake memory registration failed\b"
             # (not "init failed for transport: IBGDA": NVSHMEM tries each transport and goes on with the next)
             r"|\bibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),

@@ -18,7 +18,7 @@ from bot.diagnose.types import GPU_GENERATIONS, Rule, r
 
 #: An exception line: a dotted class name, ":" and the message (the engines' checks raise these four, and assert).
 _RAISED = (r"^(?:[\w.]{0,80}\.)?(?:ValueError|AssertionError|NotImplementedError|TypeError|RuntimeError|KeyError"
-           r"|AttributeError): ")
+           r"|AttributeError|Exception): ")
 #: The words of a quantization method or of its parameters (vllm/model_executor/layers/quantization/,
 #: sglang/srt/layers/quantization/: the method names and the config fields their checks refuse).
 _QUANT = (r"(?:quantiz\w{0,12}|\bfp8(?!\d)|\bmxfp\d|\bMX\(FP\d\)|\bmxint\d|\bnvfp4|\bfp4(?!\d)|\bawq|\bgptq"
@@ -42,7 +42,10 @@ _SETTING = (r"(?-i:(?<![/.])\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b(?!\.
 _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:supported|compatible|applicable|allowed)"
                     r"|not compatible with|cannot be|can only be|only supported|is required|are required|requires?"
                     r"|needs? to be|has to be|Invalid value|Must be one of|expects? [\w.-]{1,60} to be"
-                    r"|is not a valid|please (?:specify|set|enable|disable|provide)|when [\w.-]{1,60} is set)\b")
+                    r"|is not a valid|please (?:specify|set|enable|disable|provide)|when [\w.-]{1,60} is set"
+                    # a value compared with the setting that bounds it ("LoRA rank 64 is greater than max_lora_rank"),
+                    # a check of a combination ("When enabling two batch overlap without an EP a2a backend ...")
+                    r"|is (?:greater|larger|bigger|smaller|less) than|when enabling)\b")
 
 #: What a check's message may name that is another category's: the drafter, a package, the GPU generation, the
 #: tensor-parallel split. Raised by the same argument and quantization checks (sglang/srt/server_args.py: "Spec v2
