@@ -193,3 +193,27 @@ Traceback (most recent call last):
     raise ValueError("HiRadixCache only supports MHA and MLA models")
 ValueError: HiRadixCache only supports MHA and MLA models"""
     assert diagnose(log, exit_code=1).category != "kv_cache_insufficient"
+
+
+@pytest.mark.parametrize("log,category", [
+    # Triton's own minimum GPU (torch/_inductor, triton): older than what the compiler targets
+    ("RuntimeError: Found Tesla M40 which is too old to be supported by the triton GPU compiler, which is used as the "
+     "backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability 5.2",
+     "cuda_arch_or_driver"),
+    # a flag forbidden in this role (vllm/v1/engine/utils.py's data-parallel handshake)
+    ("RuntimeError: Remote engine 3 must not use --headless", "bad_argument"),
+    # NCCL refusing two ranks on one GPU (nccl src/init.cc)
+    ("host:1:1 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000",
+     "nccl_error"),
+    # a LoRA adapter that is not at its path (vllm/lora/worker_manager.py)
+    ("ValueError: Loading lora my_adapter failed: No adapter found for /srv/adapters/my_adapter",
+     "model_files_missing_or_corrupt"),
+    # a KV connector the engine path does not know
+    ("ERROR 05-13 08:41:45 [engine.py:598] Unsupported connector type: SomeConnectorV9", "bad_argument"),
+    # a model class without pipeline parallelism (vllm/config)
+    ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+     "`SupportsPP` interface.", "bad_argument"),
+])
+def test_more_component_wordings(log: str, category: str) -> None:
+    result = diagnose(log, exit_code=1)
+    assert result.category == category, result.cause

@@ -76,8 +76,26 @@ RULES: tuple[Rule, ...] = (
     # A mode that needs another flag given with it ("PD disaggregation mode requires --prefill", sgl-router;
     # "--enable-dp-lm-head requires --enable-dp-attention").
     Rule("flag_required", "bad_argument",
-         _r(r"\brequires? (?:the |a |an )?(?:flag |option |argument )?(--[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){0,6})\b"),
-         54, 0.65, "this launch needs {0} set as well", exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
+         _r(r"\brequires? (?:the |a |an )?(?:flag |option |argument )?(--[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){0,6})\b"
+            # ... or forbids it here ("Remote engine 1 must not use --headless", vllm/v1/engine/utils.py)
+            r"|\b(?:must not|should not|cannot|can't|must) (?:use|set|pass|specify|be used with) "
+            r"(--[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){0,6})\b"),
+         54, 0.65, "this launch's {0}{1} does not go with the rest of its settings",
+         exclude=_r(r"speculat|eagle|mtp|nextn|draft")),
+    # A feature the model class lacks ("Pipeline parallelism is not supported for this model. Supported models
+    # implement the `SupportsPP` interface.", vllm/config): the parallel layout asked for, or a drafter's class.
+    Rule("pipeline_parallel_unsupported", "bad_argument",
+         _r(r"\bPipeline parallelism is not supported for this model\b"), 60, 0.55,
+         "this model's implementation does not support pipeline parallelism: drop --pipeline-parallel-size (use TP)",
+         unsure=("speculative_config_invalid", "unsupported_architecture")),
+    # A LoRA adapter that is not where the launch says ("No adapter found for /path", vllm/lora/worker_manager.py).
+    Rule("lora_adapter_missing", "model_files_missing_or_corrupt",
+         _r(r"\bNo adapter found for (\S{1,300})"), 78, 0.8, "no LoRA adapter at {0}", kind="path"),
+    # A KV connector this engine path does not know (vLLM's KV transfer config).
+    Rule("kv_connector_unknown", "bad_argument",
+         _r(r"\bUnsupported (?:KV )?connector(?: type)?: ?([\w.-]{1,80})"), 62, 0.6,
+         "the KV connector {0} is not one this engine version or mode accepts (--kv-transfer-config)",
+         unsure=("missing_dependency",)),
     # LoRA adapters larger than the launch allows (vllm/lora: "LoRA rank 64 is greater than max_lora_rank 16").
     Rule("lora_rank_over_max", "bad_argument",
          _r(r"\bLoRA rank (\d{1,5}) is greater than max_lora_rank (\d{1,5})"), 80, 0.85,
@@ -268,6 +286,11 @@ RULES: tuple[Rule, ...] = (
          _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)"),
          76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
     # the same refusal without numbers (flash-attn's "FlashAttention only supports Ampere GPUs or newer.")
+    # Triton's own minimum ("Found Tesla P40 which is too old to be supported by the triton GPU compiler ... Triton
+    # only supports devices of CUDA Capability >= 7.0", torch/_inductor/scheduler.py / triton).
+    Rule("gpu_too_old", "cuda_arch_or_driver",
+         _r(r"\btoo old to be supported by\b|\bonly supports devices of CUDA Capability >= ?([\d.]{1,5})"), 78, 0.85,
+         "this GPU is older than what the compiler or kernel needs (compute capability {0})", kind="capability"),
     Rule("min_capability_named", "cuda_arch_or_driver",
          _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),
@@ -368,7 +391,8 @@ RULES: tuple[Rule, ...] = (
          kind="shm", any_level=True),
     Rule("nccl_error", "nccl_error",
          _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
-            r"|DistBackendError|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
+            r"|DistBackendError|NCCL WARN Duplicate GPU detected"
+            r"|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
             r"|timed? ?out|unreachable)"
             # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)",
             # "DIST call hccl api failed" (vllm-project/vllm-ascend#2712)
