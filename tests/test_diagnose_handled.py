@@ -217,3 +217,40 @@ ValueError: HiRadixCache only supports MHA and MLA models"""
 def test_more_component_wordings(log: str, category: str) -> None:
     result = diagnose(log, exit_code=1)
     assert result.category == category, result.cause
+
+
+def test_a_flash_attention_version_assert_is_the_gpu_generation() -> None:
+    # vllm/v1/attention/backends/flash_attn.py: "assert is_fa_version_supported(self.fa_version)" on a T4 / V100.
+    log = f"""\
+ERROR 02-11 20:39:41 [core.py:208]   File "{_VLLM}/v1/attention/backends/flash_attn.py", line 200, in __init__
+ERROR 02-11 20:39:41 [core.py:208]     assert is_fa_version_supported(self.fa_version)
+ERROR 02-11 20:39:41 [core.py:208] AssertionError
+CRITICAL 02-11 20:39:41 [core_client.py:269] Got fatal signal from worker processes, shutting down.
+Killed"""
+    result = diagnose(log)
+    assert result.category == "cuda_arch_or_driver", result.cause
+    assert "compute capability 8.0" in result.next_steps[0]
+
+
+def test_the_shells_killed_after_the_engine_shut_itself_down_is_not_the_cause() -> None:
+    log = """\
+ERROR 05-19 22:17:53 [core.py:386] RuntimeError: ('Worker failed with error %s, please check the stack trace above \
+for the root cause', "'list' object has no attribute 'shape'")
+CRITICAL 05-19 22:17:53 [core_client.py:359] Got fatal signal from worker processes, shutting down. See stack trace \
+above for root cause issue.
+Killed"""
+    result = diagnose(log)
+    assert result.category == "other" and "host_oom_killed" in result.alternatives, result.cause
+    # A bare "Killed" with nothing before it is still the OOM killer's most likely work.
+    assert diagnose("INFO 05-19 22:17:00 [gpu_model_runner.py:1000] Starting to load model /m...\nKilled").category \
+        == "host_oom_killed"
+
+
+def test_a_worker_that_died_right_after_its_own_native_failure_was_not_killed_from_outside() -> None:
+    log = """\
+Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'
+(EngineCore pid=36) ERROR 09-10 09:37:41 [multiproc_executor.py:314] Worker proc VllmWorker-0 died unexpectedly \
+(exit code: None), shutting down executor."""
+    result = diagnose(log)
+    assert result.category == "other" and "host_oom_killed" in result.alternatives, result.cause
+    assert "Cuda error" in result.evidence[0].text

@@ -63,6 +63,11 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        # (the tail, not the frames: a pasted excerpt often starts mid-frame, with the File line cut)
        kind="heads", tail=r"^\s{0,12}assert [\w.()\[\] ]{1,80} % \(?[\w.]{0,40}(?:tp_size|tensor_parallel_size"
        r"|tp_world_size|world_size|\btp)\)? ?== ?0", message=r"^$"),
+    # ... and one that checks the GPU can run the FlashAttention version picked (vllm/attention/backends:
+    # "assert is_fa_version_supported(self.fa_version)"; vllm_flash_attn: FA2 needs compute capability 8.0, FA3 9.0).
+    _s("assert_fa_version", "cuda_arch_or_driver", r"^AssertionError$", 72, 0.75,
+       "this GPU cannot run the FlashAttention version the engine picked: it needs a newer GPU",
+       kind="fa_version", tail=r"^\s{0,12}assert (?:not )?is_fa_version_supported\(", message=r"^$"),
     _s("unrecognized_model", "model_files_missing_or_corrupt", r"^ValueError$", 70, 0.75,
        "the model folder's config.json has no usable model_type ({0})", kind="path",
        message=r"^Unrecognized model in"),

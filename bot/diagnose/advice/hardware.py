@@ -16,6 +16,10 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
     fix: Fix | None = None
     if f.kind == "driver":
         steps.append(_driver_step(f.decisive.text if f.decisive else "", s))
+    elif f.kind == "fa_version":
+        steps.append(f"FlashAttention 2 needs compute capability 8.0 (FA3: 9.0) and {gpu or 'this GPU'} is older: "
+                     f"pick an attention backend it runs (vLLM: VLLM_ATTENTION_BACKEND, --attention-backend from "
+                     f"0.20; a Triton or FlexAttention backend), or run on a newer GPU")
     elif f.kind == "kernel_arch":
         text = f.decisive.text if f.decisive else ""
         steps.append(f"a kernel library has no kernels for {gpu or 'this GPU'}'s architecture "
