@@ -254,3 +254,10 @@ Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'
     result = diagnose(log)
     assert result.category == "other" and "host_oom_killed" in result.alternatives, result.cause
     assert "Cuda error" in result.evidence[0].text
+
+
+def test_a_model_module_the_engine_itself_lacks_is_an_engine_too_old_for_the_model() -> None:
+    result = diagnose("ModuleNotFoundError: No module named 'sglang.srt.models.kimi_k3'", exit_code=1)
+    assert result.category == "unsupported_architecture", result.cause
+    # any other module is a package to install
+    assert diagnose("ModuleNotFoundError: No module named 'mooncake'", exit_code=1).category == "missing_dependency"

@@ -213,6 +213,12 @@ RULES: tuple[Rule, ...] = (
             r"([\w.+-]{1,40}) which is incompatible"), 66, 0.75,
          "the installed {2} {3} does not match what {0} requires ({1}): a package version clash", kind="version_clash",
          any_level=True),
+    # A model module the engine's own package lacks (vllm/model_executor/models/, sglang/srt/models/): the installed
+    # engine release predates that model; nothing to pip install.
+    Rule("engine_model_module_missing", "unsupported_architecture",
+         _r(r"No module named '((?:vllm\.model_executor|sglang\.srt)\.models\.\w{1,80})'"), 74, 0.8,
+         "the installed engine has no model module {0}: this release predates the model", kind="engine_release",
+         exclude=OPTIONAL_IMPORT),
     Rule("module_missing", "missing_dependency", _r(r"No module named '([\w.]+)'"), 72, 0.9,
          "the Python module '{0}' is not installed in the engine's environment", kind="module",
          exclude=OPTIONAL_IMPORT),
