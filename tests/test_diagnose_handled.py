@@ -261,3 +261,18 @@ def test_a_model_module_the_engine_itself_lacks_is_an_engine_too_old_for_the_mod
     assert result.category == "unsupported_architecture", result.cause
     # any other module is a package to install
     assert diagnose("ModuleNotFoundError: No module named 'mooncake'", exit_code=1).category == "missing_dependency"
+
+
+@pytest.mark.parametrize("log,category", [
+    # CuTe DSL's check of its target architecture (cutlass.cute.nvgpu)
+    ("cutlass.cute.nvgpu.common.OpError: OpError: expects arch to be one of ['sm_100a'], but got Arch.sm_103a",
+     "cuda_arch_or_driver"),
+    # DeepGEMM's JIT runtime when its compiler failed (csrc/jit/kernel_runtime.hpp)
+    ("RuntimeError: Assertion error (csrc/apis/../jit/kernel_runtime.hpp:45): exit_code == 0", "jit_compile_failure"),
+    # SGLang's mamba state pools
+    ("AssertionError: Not enough space for mamba ping pong idx, try to increase --mamba-full-memory-ratio.",
+     "kv_cache_insufficient"),
+])
+def test_newest_release_wordings(log: str, category: str) -> None:
+    result = diagnose(log, exit_code=1)
+    assert result.category == category, result.cause

@@ -312,6 +312,9 @@ RULES: tuple[Rule, ...] = (
     Rule("kernel_gpu_arch_unsupported", "cuda_arch_or_driver",
          _r(r"\.(?:hpp|cuh?|cpp|cc|h):\d{1,6}\)?:? Unsupported (?:GPU |CUDA |SM |device )?arch(?:itecture)?\b\.?\s*$"
             r"|\bUnsupported (?:GPU|CUDA|SM|device) arch(?:itecture)?\b"
+            # CuTe DSL's check of the target (cutlass.cute.nvgpu: "expects arch to be one of ['sm_120a'], but got
+            # Arch.sm_121a")
+            r"|\bexpects arch(?:itecture)? to be one of\b|\bbut got Arch\.sm_\d{2,3}\w?\b"
             r"|\bOnly (?:SM|sm_?|compute capability) ?\d{1,3}(?:\.\w)?(?:(?:,| and| or) (?:SM ?)?\d{1,3}(?:\.\w)?){0,4}"
             r" (?:is|are) supported\b"),
          74, 0.75, "a kernel of this launch does not support this GPU's architecture", kind="kernel_arch"),

@@ -170,6 +170,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
            r"|\b(?:TVM\w{0,10}|Runtime)Error: Compilation failed\b"
            # AITER's JIT (ROCm): "failed build jit [module_moe_ck2stages]" (aiter/jit/core.py)
            r"|\bfailed build jit\b"
+           # DeepGEMM's JIT runtime when its compiler returned non-zero ("Assertion error
+           # (csrc/jit/kernel_runtime.hpp:45): exit_code == 0")
+           r"|\bjit\w{0,20}/[\w/.]{0,80}\.hpp:\d{1,6}\): exit_code == 0\b"
            r"|\bstack frame size \(\d{1,12}\) exceeds limit\b"
            # LLVM's report_fatal_error, MLIR's pass manager (Triton lowers through both), NVRTC's runtime compiler
            r"|^LLVM ERROR: |failures have been detected while processing an MLIR pass pipeline|PassManager::run failed"

@@ -173,7 +173,10 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
            r"|\bexceeds? (?:the )?available (?:[\w-]{1,20} )?(?:kv[ _-]?)?cache blocks\b"
            # SGLang's scheduler when one request no longer fits the KV pool ("No space left for only one request,
            # self.token_to_kv_pool_allocator.available_size()=0", managers/schedule_policy.py / scheduler.py)
-           r"|\bNo space left for (?:only )?one request\b|\bkv_pool\w{0,30}\.available_size\(\)=0\b"), 70, 0.75,
+           r"|\bNo space left for (?:only )?one request\b|\bkv_pool\w{0,30}\.available_size\(\)=0\b"
+           # SGLang's mamba state pools ("Not enough space for mamba ping pong idx, try to increase
+           # --mamba-full-memory-ratio")
+           r"|\bNot enough space for mamba\b"), 70, 0.75,
          "too little GPU memory is left for the cache the engine allocates after the weights", kind="raise"),
     # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
     Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",

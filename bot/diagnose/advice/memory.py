@@ -175,8 +175,6 @@ def _kv_raise(s: PlanView, smaller_context: int | None) -> Advice:
 
 
 def advise_kv(f: Finding, s: PlanView) -> Advice:
-    if f.rule == "free_memory_startup" and f.match is not None:
-        return advise_busy_gpu(f, s)
     smaller_context = _smaller_context(f, s)
     if f.kind == "profile":
         steps, fix = _kv_profile(s, smaller_context)

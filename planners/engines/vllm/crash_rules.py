@@ -58,12 +58,14 @@ RULES: tuple[CrashRule, ...] = (
     CrashRule("kv_no_cache_blocks", "kv_cache_insufficient", _r(r"No available memory for the cache blocks"), 82, 0.9,
               "the weights and activations leave no memory for KV cache blocks within gpu_memory_utilization",
               kind="raise"),
-    # vLLM checks at start that the GPU has the memory its utilisation asks for; other processes hold the rest.
-    CrashRule("free_memory_startup", "kv_cache_insufficient",
+    # vLLM checks at start, before any weight loads, that the GPU has the memory its utilisation asks for; other
+    # processes hold the rest. Not the KV cache (nothing is loaded yet): the taxonomy's "none of the above", as the
+    # three collections that met it labelled it; the advice is the busy GPU's (advice/memory.py advise_busy_gpu).
+    CrashRule("free_memory_startup", "other",
               _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU "
                  r"memory utilization \(([\d.]+)"),
               82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
-              "--gpu-memory-utilization {2} asks for", kind="lower", unsure=("other",)),
+              "--gpu-memory-utilization {2} asks for", kind="busy_gpu", unsure=("kv_cache_insufficient",)),
     # (vllm/v1/worker/gpu_worker.py load_model: "Failed to load model - not enough GPU memory. Try lowering
     # --gpu-memory-utilization to free memory for weights")
     CrashRule("weights_no_room", "gpu_oom_weights",
