@@ -3,7 +3,8 @@ new release prints before any log of them is posted (issue 12: "other wordings, 
 
 Floors a little below what bench/diagnose_messages.py measured on 2026-12-02 (dev: 0.829 as one line, 0.933 framed;
 held out: 0.721 and 0.856; the newer releases' wordings, vLLM 0.33.0 and SGLang 0.5.23, collected after the first
-vocabulary rules were written: 0.704 and 0.812), so they cannot slide back unnoticed; held-out and newer are only
+vocabulary rules were written: 0.704 and 0.812); raised after later rounds (2026-12-02 16:40 UTC: dev 0.939 / 0.979,
+held out 0.788 / 0.904, newer 0.792 / 0.871), so they cannot slide back unnoticed; held-out and newer are only
 counted.
 """
 
@@ -14,8 +15,8 @@ import pytest
 from bot.diagnose import diagnose
 from tests.engine_messages import MODES, messages, rendered
 
-FLOORS = {("dev", "line"): 0.89, ("dev", "framed"): 0.94, ("heldout", "line"): 0.75, ("heldout", "framed"): 0.86,
-          ("newer", "line"): 0.75, ("newer", "framed"): 0.84}
+FLOORS = {("dev", "line"): 0.92, ("dev", "framed"): 0.96, ("heldout", "line"): 0.76, ("heldout", "framed"): 0.88,
+          ("newer", "line"): 0.77, ("newer", "framed"): 0.85}
 
 
 @pytest.mark.parametrize(("split", "mode"), sorted(FLOORS))
