@@ -182,7 +182,7 @@ def _oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, flo
 
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 #: A parenthesis of the template that holds placeholders: "({1} tokens)", "({0}{1}{2})".
-_HOLDING_PARENS = re.compile(r"\s*\(([^()]*\{\d+\}[^()]*)\)")
+_HOLDING_PARENS = re.compile(r" ?\(([^()]*\{\d+\}[^()]*)\)")
 
 
 def _format_cause(template: str, match: re.Match[str]) -> str:

@@ -19,7 +19,9 @@ import re
 from dataclasses import fields
 from functools import lru_cache
 
-from bot.diagnose.types import GPU_GENERATIONS, Rule, r
+from bot.diagnose.comm_rules import COMM_RULES
+from bot.diagnose.gpu_rules import GPU_RULES
+from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
 from bot.diagnose.library_rules import LIBRARY_RULES
@@ -240,102 +242,7 @@ RULES: tuple[Rule, ...] = (
     Rule("please_install", "missing_dependency",
          _r(r"\b(?:please install|pip install) ([\w.\[\]-]+)|(?<![\w.-])([\w.-]++) is not installed\b"), 50, 0.65,
          "a required package is not installed ({0}{1})", kind="module", exclude=OPTIONAL_IMPORT),
-    # ------------------------------------------------------------------ GPU architecture / driver / quantization
-    Rule("quant_dtype", "quantization_unsupported",
-         _r(r"(?<![\w.])([\w.]++) is not supported for quantization method (\w+)"), 82, 0.9,
-         "{0} is not supported by the {1} quantization kernels of this engine version", kind="dtype"),
-    Rule("quant_gpu", "quantization_unsupported",
-         _r(r"quantization method (\w+) is not supported for the current GPU"), 82, 0.9,
-         "this GPU is too old for the {0} quantization kernels", kind="gpu"),
-    Rule("quant_unknown", "quantization_unsupported", _r(r"Unknown quantization method:? ?'?([\w-]*)"), 78, 0.85,
-         "this engine version does not know the quantization method '{0}'", kind="unknown"),
-    Rule("quant_not_on_gpu", "quantization_unsupported",
-         _r(r"\b(fp8|fp4|nvfp4|mxfp4|awq|gptq|marlin|w8a8|int8|int4)\b[^\n]{0,120}\bnot supported on\b"), 70, 0.8,
-         "{0} quantization is not supported on this GPU", kind="gpu"),
-    Rule("driver_too_old", "cuda_arch_or_driver",
-         _r(r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|cudaErrorInsufficientDriver"
-            r"|forward compatibility was attempted on non supported HW|driver version \S+ is older than"),
-         85, 0.9, "the NVIDIA driver is too old for the CUDA version the engine was built with", kind="driver"),
-    Rule("no_kernel_image", "cuda_arch_or_driver",
-         # (a message cut at the console's width still names it: "RMSNorm failed with error code no kernel image
-         # is available")
-         _r(r"no kernel image is available(?: for execution on the device)?|device kernel image is invalid"
-                           r"|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"),
-         80, 0.9, "the engine's compiled kernels do not include this GPU's architecture", kind="arch",
-         unsure=("jit_compile_failure",)),
-    # The same absence in other words: CUDA's cudaErrorInvalidDeviceFunction ("invalid device function": the device
-    # function is not compiled for this architecture), and vLLM's quantized GEMM dispatch when its wheel carries no
-    # kernel for the GPU's capability (csrc/quantization/.../scaled_mm_entry.cu: "No compiled cutlass_scaled_mm for a
-    # compute capability less than CUDA device capability: 121", a wheel built without sm_121; vllm-project/vllm#9419
-    # for 75).
-    # Ascend's CANN / vllm-ascend refusing the NPU model: the build's kernels are for another SoC
-    # ("Can not support soc_version: 104", "the socversion Ascend910B1 of bin package does not match the current
-    # device socverison Ascend310P3"; vllm-project/vllm-ascend#6796, #2725).
-    Rule("npu_soc_unsupported", "cuda_arch_or_driver",
-         _r(r"\bcan ?not support soc_?version\b|\bsoc_?vers?ion \S{1,40} of bin package does not match"
-            r"|\bunsupported soc_?version\b"), 76, 0.8,
-         "the engine's kernels are not built for this NPU (its SoC version)", kind="arch"),
-    Rule("kernel_not_compiled_for_gpu", "cuda_arch_or_driver",
-         # (ROCm's HIP says it the same way: "HIP error: invalid device function", hipErrorNoBinaryForGpu)
-         _r(r"(?:CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction"
-            r"|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
-            r"|No compiled (\w{1,60}) for a compute capability less than CUDA device capability: ?(\d{2,3})"), 78, 0.8,
-         "the engine's compiled kernels ({0}) do not cover this GPU's architecture ({1})", kind="arch",
-         unsure=("quantization_unsupported",)),
-    Rule("sm_not_compatible", "cuda_arch_or_driver",
-         _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
-         "the installed PyTorch was not built for this GPU ({0})", kind="arch", any_level=True),
-    Rule("bf16_unsupported", "cuda_arch_or_driver",
-         _r(r"Bfloat16 is only supported on GPUs with compute capability of at least ([\d.]+)"), 82, 0.9,
-         "this GPU has no bfloat16 support (needs compute capability {0})", kind="bf16"),
-    Rule("min_capability", "cuda_arch_or_driver",
-         _r(r"Minimum capability:? ?(\d+)[^\n]{0,40}Current capability:? ?(\d+)"),
-         76, 0.85, "a feature needs compute capability {0}, the GPU has {1}", kind="capability"),
-    # the same refusal without numbers (flash-attn's "FlashAttention only supports Ampere GPUs or newer.")
-    # Triton's own minimum ("Found Tesla P40 which is too old to be supported by the triton GPU compiler ... Triton
-    # only supports devices of CUDA Capability >= 7.0", torch/_inductor/scheduler.py / triton).
-    Rule("gpu_too_old", "cuda_arch_or_driver",
-         _r(r"\btoo old to be supported by\b|\bonly supports devices of CUDA Capability >= ?([\d.]{1,5})"), 78, 0.85,
-         "this GPU is older than what the compiler or kernel needs (compute capability {0})", kind="capability"),
-    Rule("min_capability_named", "cuda_arch_or_driver",
-         _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
-         76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),
-    # The engine's own minimum ("SGLang only supports sm 75 and above", "requires sm_80 or newer").
-    Rule("sm_minimum", "cuda_arch_or_driver",
-         _r(r"\b(?:only supports?|requires?|needs?) (?:an? )?(?:GPUs? )?(?:with )?(?:sm|SM) ?_?(\d{2,3})\w? ?(?:and\s{1,3}(?:above|"
-            r"newer|later|up)|or\s{1,3}(?:above|newer|later|higher)|\+)"), 74, 0.8,
-         "the engine needs compute capability sm_{0} or newer; this GPU is older", kind="capability",
-         any_level=True),
-    # A kernel library's C++ check of the GPU it runs on: DeepGEMM's "Assertion error (csrc/apis/attention.hpp:219):
-    # Unsupported architecture" (the architecture there is the GPU's: no model is named), and a check that names
-    # the SM versions it has ("Only SM 10.x and 11.x are supported", sgl-kernel's Blackwell-only kernels).
-    Rule("kernel_gpu_arch_unsupported", "cuda_arch_or_driver",
-         _r(r"\.(?:hpp|cuh?|cpp|cc|h):\d{1,6}\)?:? Unsupported (?:GPU |CUDA |SM |device )?arch(?:itecture)?\b\.?\s*$"
-            r"|\bUnsupported (?:GPU|CUDA|SM|device) arch(?:itecture)?\b"
-            # CuTe DSL's check of the target (cutlass.cute.nvgpu: "expects arch to be one of ['sm_120a'], but got
-            # Arch.sm_121a")
-            r"|\bexpects arch(?:itecture)? to be one of\b|\bbut got Arch\.sm_\d{2,3}\w?\b"
-            r"|\bOnly (?:SM|sm_?|compute capability) ?\d{1,3}(?:\.\w)?(?:(?:,| and| or) (?:SM ?)?\d{1,3}(?:\.\w)?){0,4}"
-            r" (?:is|are) supported\b"),
-         74, 0.75, "a kernel of this launch does not support this GPU's architecture", kind="kernel_arch"),
-    # A backend (a choice a flag makes: --attention-backend, --prefill-attention-backend) refused on this GPU
-    # generation, in the words of the check that lists what it allows ("Only {'trtllm_mha', 'triton', 'fa4'} backends
-    # are supported on Blackwell GPUs for hybrid GDN models. Got attention_backend=flashinfer.", sglang
-    # server_args.py). Filed like the generation checks below (the GPU's), with the flag as the alternative: the
-    # collections label such refusals both ways.
-    Rule("backend_not_for_this_gpu", "cuda_arch_or_driver",
-         _r(r"(?:\bbackends?\b[^\n]{0,80}?\b(?:is |are )?(?:only |not )(?:yet )?"
-            r"|\bOnly\b[^\n]{1,80}?\bbackends? (?:is|are) )"
-            r"supported (?:on|for|with) (?:NVIDIA )?(" + GPU_GENERATIONS + r"|SM ?\d{2,3}\w?|sm_?\d{2,3}\w?)"),
-         69, 0.6, "the backend this launch chose does not run on this GPU generation ({0}): choose another",
-         kind="generation", unsure=("bad_argument",)),
-    # A feature for one GPU generation ("TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)",
-    # sglang server_args.py; "FlashMLA is only supported on Hopper devices.", vllm attention/ops/flashmla.py).
-    Rule("gpu_generation_only", "cuda_arch_or_driver",
-         _r(r"\b(?:only supported|only available|only works|supported only) on (?:NVIDIA )?(" + GPU_GENERATIONS
-            + r")\b"),
-         70, 0.6, "a feature set for this launch runs only on {0} GPUs", kind="generation",
-         unsure=("bad_argument",)),
+) + GPU_RULES + (
     # ------------------------------------------------------------------ JIT compilation
     Rule("python_headers", "jit_compile_failure", _r(r"fatal error: Python\.h: No such file or directory"), 82, 0.9,
          "a JIT build needs the Python development headers (Python.h), which are not installed", kind="python_dev"),
@@ -389,50 +296,7 @@ RULES: tuple[Rule, ...] = (
             r"(?:weights?|parameters?|tensors?)\b"),
          70, 0.8, "CUDA out of memory",
          exclude=_r(r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory")),
-    # ------------------------------------------------------------------ multi-GPU communication
-    Rule("p2p_unsupported", "nccl_error", _r(r"peer access is not supported between these two devices"), 60, 0.8,
-         "the GPUs cannot access each other's memory (no P2P), and the custom all-reduce needs it", kind="p2p",
-         exclude=_r(r"To silence this warning|Setup Custom allreduce failed|disable[_ -]custom[_ -]all[_ -]?reduce")),
-    Rule("nccl_shm", "nccl_error",
-         _r(r"NCCL WARN Error while (?:creating|attaching to) shared memory segment|/dev/shm[^\n]{0,80}(?:No space"
-            r"|too small|Bus error)"),
-         62, 0.85, "NCCL could not create its shared-memory segment in /dev/shm (too small in a container?)",
-         kind="shm", any_level=True),
-    Rule("nccl_error", "nccl_error",
-         _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
-            r"|DistBackendError|NCCL WARN Duplicate GPU detected"
-            r"|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
-            r"|timed? ?out|unreachable)"
-            # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)",
-            # "DIST call hccl api failed" (vllm-project/vllm-ascend#2712)
-            r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"
-            # CANN's error codes of its collective library are EI<4 digits> ("EI0009: ... Transport init error",
-            # "EI0006: Getting socket times out"; Ascend's error-code reference, HCCL module)
-            r"|^EI\d{4}: "
-            # HCCL's own log lines ("[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57 [hccl_socket_manager.cc:778]
-            # ... wait socket establish timeout")
-            r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"
-            # NVSHMEM (DeepEP's transport between GPUs and nodes): its init and its InfiniBand verbs
-            # ("ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM
-            # initialization has completed", nvshmem src/modules/transport/ibrc, src/host/init)
-            # the RDMA memory registration of PD disaggregation's KV transfer ("Mooncake memory registration
-            # failed"; not "transfer failed for request ...": the collections file those under three categories)
-            r"|\bMooncake memory registration failed\b"
-            # (not "init failed for transport: IBGDA": NVSHMEM tries each transport and goes on with the next)
-            r"|\bibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
-         58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
-    # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
-    # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
-    # do not fit (src/include/alloc.h).
-    Rule("nccl_error_trace", "nccl_error",
-         _r(r"NCCL INFO [\w/.-]{1,200}\.(?:cc|cu|h):\d{1,6} -> [1-9]\d{0,2}\b|\bFailed to CUDA (?:calloc|malloc|host alloc)"
-            r" \d{1,15} bytes"), 52, 0.7, "NCCL (multi-GPU communication) failed: its error trace is in the tail",
-         kind="nccl", any_level=True),
-    Rule("collective_timeout", "nccl_error",
-         _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
-            r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"
-            r"|\bBarrier [\w ]{0,30}timed out"),
-         50, 0.7, "a multi-GPU collective timed out (one rank stalled or died)", kind="timeout", any_level=True),
+) + COMM_RULES + (
     # ------------------------------------------------------------------ native crashes outside the taxonomy
     Rule("illegal_memory_access", "other",
          _r(r"an illegal memory access was encountered|CUDA error: misaligned address|device-side assert triggered"

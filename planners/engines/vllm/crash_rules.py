@@ -66,7 +66,7 @@ RULES: tuple[CrashRule, ...] = (
                  r"memory utilization \(([\d.]+)"),
               82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
               "--gpu-memory-utilization {2} asks for", kind="busy_gpu", unsure=("kv_cache_insufficient",)),
-    # (vllm/v1/worker/gpu_worker.py load_model: "Failed to load model - not enough GPU memory. Try lowering
+    # (vllm/v1/worker/gpu_model_runner.py load_model: "Failed to load model - not enough GPU memory. Try lowering
     # --gpu-memory-utilization to free memory for weights")
     CrashRule("weights_no_room", "gpu_oom_weights",
               _r(r"Failed to load model - not enough GPU memory"), 82, 0.85,

@@ -1,0 +1,55 @@
+"""The diagnoser's rules for multi-GPU and multi-node communication: NCCL, its P2P and shared-memory needs, the
+collective timeouts, Ascend's HCCL, NVSHMEM and the RDMA registration of PD disaggregation (bot/diagnose/rules.py
+explains how rules are chosen; these are one section of its table, kept apart so each module stays small).
+"""
+
+from __future__ import annotations
+
+from bot.diagnose.types import Rule, r as _r
+
+COMM_RULES: tuple[Rule, ...] = (
+    # ------------------------------------------------------------------ multi-GPU communication
+    Rule("p2p_unsupported", "nccl_error", _r(r"peer access is not supported between these two devices"), 60, 0.8,
+         "the GPUs cannot access each other's memory (no P2P), and the custom all-reduce needs it", kind="p2p",
+         exclude=_r(r"To silence this warning|Setup Custom allreduce failed|disable[_ -]custom[_ -]all[_ -]?reduce")),
+    Rule("nccl_shm", "nccl_error",
+         _r(r"NCCL WARN Error while (?:creating|attaching to) shared memory segment|/dev/shm[^\n]{0,80}(?:No space"
+            r"|too small|Bus error)"),
+         62, 0.85, "NCCL could not create its shared-memory segment in /dev/shm (too small in a container?)",
+         kind="shm", any_level=True),
+    Rule("nccl_error", "nccl_error",
+         _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
+            r"|DistBackendError|NCCL WARN Duplicate GPU detected"
+            r"|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
+            r"|timed? ?out|unreachable)"
+            # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)",
+            # "DIST call hccl api failed" (vllm-project/vllm-ascend#2712)
+            r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"
+            # CANN's error codes of its collective library are EI<4 digits> ("EI0009: ... Transport init error",
+            # "EI0006: Getting socket times out"; Ascend's error-code reference, HCCL module)
+            r"|^EI\d{4}: "
+            # HCCL's own log lines ("[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57 [hccl_socket_manager.cc:778]
+            # ... wait socket establish timeout")
+            r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"
+            # NVSHMEM (DeepEP's transport between GPUs and nodes): its init and its InfiniBand verbs
+            # ("ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM
+            # initialization has completed", nvshmem src/modules/transport/ibrc, src/host/init)
+            # the RDMA memory registration of PD disaggregation's KV transfer ("Mooncake memory registration
+            # failed"; not "transfer failed for request ...": the collections file those under three categories)
+            r"|\bMooncake memory registration failed\b"
+            # (not "init failed for transport: IBGDA": NVSHMEM tries each transport and goes on with the next)
+            r"|\bibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
+         58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
+    # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
+    # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
+    # do not fit (src/include/alloc.h).
+    Rule("nccl_error_trace", "nccl_error",
+         _r(r"NCCL INFO [\w/.-]{1,200}\.(?:cc|cu|h):\d{1,6} -> [1-9]\d{0,2}\b|\bFailed to CUDA (?:calloc|malloc|host alloc)"
+            r" \d{1,15} bytes"), 52, 0.7, "NCCL (multi-GPU communication) failed: its error trace is in the tail",
+         kind="nccl", any_level=True),
+    Rule("collective_timeout", "nccl_error",
+         _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
+            r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"
+            r"|\bBarrier [\w ]{0,30}timed out"),
+         50, 0.7, "a multi-GPU collective timed out (one rank stalled or died)", kind="timeout", any_level=True),
+)
