@@ -38,7 +38,9 @@ COMM_RULES: tuple[Rule, ...] = (
             # failed"; not "transfer failed for request ...": the collections file those under three categories)
             r"|\bMooncake memory registration failed\b"
             # (not "init failed for transport: IBGDA": NVSHMEM tries each transport and goes on with the next)
-            r"|\bibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
+            # (NVSHMEM's own check format only: NCCL logs an optional verb it tries at INFO, "NCCL INFO Call to
+            # ibv_set_ece failed ... Operation not supported", and goes on)
+            r"|\bnon-zero status: \d{1,5} ibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
     # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
