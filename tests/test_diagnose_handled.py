@@ -276,3 +276,20 @@ def test_a_model_module_the_engine_itself_lacks_is_an_engine_too_old_for_the_mod
 def test_newest_release_wordings(log: str, category: str) -> None:
     result = diagnose(log, exit_code=1)
     assert result.category == category, result.cause
+
+
+@pytest.mark.parametrize("log,words", [
+    ("host:1:1 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000",
+     "its own device"),
+    ("[ERROR] HCCL(1234,python3):2026-01-01-00:00:00.000.000 [hccl_socket_manager.cc:778] wait socket establish "
+     "timeout", "HCCL_SOCKET_IFNAME"),
+    ("RuntimeError: Mooncake memory registration failed.", "ulimit -l unlimited"),
+    ("ValueError: Loading lora a failed: No adapter found for /srv/adapters/a", "adapter_config.json"),
+    ("RuntimeError: SetPrecisionMode:torch_npu/csrc/framework/LazyInitAclops.cpp:155 NPU function error: "
+     "at_npu::native::AclSetCompileopt(aclCompileOpt::ACL_PRECISION_MODE, precision_mode), error code is 500001",
+     "npu-smi info"),
+])
+def test_each_new_family_gets_its_own_next_step(log: str, words: str) -> None:
+    result = diagnose(log, exit_code=1)
+    assert words in result.next_steps[0], result.next_steps
+    assert "NVIDIA driver" not in result.next_steps[0] and "NCCL_DEBUG" not in result.next_steps[0]

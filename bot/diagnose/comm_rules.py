@@ -19,29 +19,33 @@ COMM_RULES: tuple[Rule, ...] = (
          kind="shm", any_level=True),
     Rule("nccl_error", "nccl_error",
          _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
-            r"|DistBackendError|NCCL WARN Duplicate GPU detected"
+            r"|DistBackendError"
             r"|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
-            r"|timed? ?out|unreachable)"
-            # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)",
-            # "DIST call hccl api failed" (vllm-project/vllm-ascend#2712)
-            r"|HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed"
-            # CANN's error codes of its collective library are EI<4 digits> ("EI0009: ... Transport init error",
-            # "EI0006: Getting socket times out"; Ascend's error-code reference, HCCL module)
-            r"|^EI\d{4}: "
-            # HCCL's own log lines ("[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57 [hccl_socket_manager.cc:778]
-            # ... wait socket establish timeout")
-            r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"
-            # NVSHMEM (DeepEP's transport between GPUs and nodes): its init and its InfiniBand verbs
-            # ("ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM
-            # initialization has completed", nvshmem src/modules/transport/ibrc, src/host/init)
-            # the RDMA memory registration of PD disaggregation's KV transfer ("Mooncake memory registration
-            # failed"; not "transfer failed for request ...": the collections file those under three categories)
-            r"|\bMooncake memory registration failed\b"
-            # (not "init failed for transport: IBGDA": NVSHMEM tries each transport and goes on with the next)
-            # (NVSHMEM's own check format only: NCCL logs an optional verb it tries at INFO, "NCCL INFO Call to
-            # ibv_set_ece failed ... Operation not supported", and goes on)
-            r"|\bnon-zero status: \d{1,5} ibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"),
+            r"|timed? ?out|unreachable)"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
+    # NCCL refusing two ranks on one GPU (src/init.cc: "Duplicate GPU detected : rank 0 and rank 1 both on CUDA
+    # device 8000"): the ranks' device assignment, not the network.
+    Rule("nccl_duplicate_gpu", "nccl_error", _r(r"NCCL WARN Duplicate GPU detected"), 58, 0.8,
+         "two ranks were given the same GPU, which NCCL refuses", kind="duplicate_gpu", any_level=True),
+    # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)", "DIST call
+    # hccl api failed" (vllm-project/vllm-ascend#2712); CANN's error codes of the HCCL module are EI<4 digits>
+    # ("EI0009: ... Transport init error", "EI0006: Getting socket times out"); HCCL's own log lines
+    # ("[ERROR] HCCL(2717288,python3):... [hccl_socket_manager.cc:778] ... wait socket establish timeout").
+    Rule("hccl_error", "nccl_error",
+         _r(r"HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed|^EI\d{4}: "
+            r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"),
+         58, 0.8, "Ascend's collective library (HCCL) failed between the NPUs", kind="hccl", any_level=True),
+    # RDMA between GPUs and nodes outside NCCL: NVSHMEM (DeepEP's transport: "ibrc.cpp:418: non-zero status: 22
+    # ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM initialization has completed", nvshmem
+    # src/modules/transport/ibrc, src/host/init) and the memory registration of PD disaggregation's KV transfer
+    # ("Mooncake memory registration failed"; not "transfer failed for request ...": the collections file those under
+    # three categories). Not "init failed for transport: IBGDA" (NVSHMEM tries each transport and goes on), and in
+    # NVSHMEM's own check format only (NCCL logs an optional verb it tries at INFO, "Call to ibv_set_ece failed").
+    Rule("rdma_transport", "nccl_error",
+         _r(r"\bnon-zero status: \d{1,5} ibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"
+            r"|\bMooncake memory registration failed\b"),
+         58, 0.8, "the RDMA transport between GPUs or nodes (NVSHMEM / the KV transfer engine) failed", kind="rdma",
+         any_level=True),
     # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
     # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
     # do not fit (src/include/alloc.h).

@@ -64,7 +64,7 @@ GPU_RULES: tuple[Rule, ...] = (
     # only supports devices of CUDA Capability >= 7.0", torch/_inductor/scheduler.py / triton).
     Rule("gpu_too_old", "cuda_arch_or_driver",
          _r(r"\btoo old to be supported by\b|\bonly supports devices of CUDA Capability >= ?([\d.]{1,5})"), 78, 0.85,
-         "this GPU is older than what the compiler or kernel needs (compute capability {0})", kind="capability"),
+         "this GPU is older than what the compiler or kernel needs (compute capability {0})", kind="too_old"),
     Rule("min_capability_named", "cuda_arch_or_driver",
          _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),

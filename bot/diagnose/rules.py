@@ -92,7 +92,7 @@ RULES: tuple[Rule, ...] = (
          unsure=("speculative_config_invalid", "unsupported_architecture")),
     # A LoRA adapter that is not where the launch says ("No adapter found for /path", vllm/lora/worker_manager.py).
     Rule("lora_adapter_missing", "model_files_missing_or_corrupt",
-         _r(r"\bNo adapter found for (\S{1,300})"), 78, 0.8, "no LoRA adapter at {0}", kind="path"),
+         _r(r"\bNo adapter found for (\S{1,300})"), 78, 0.8, "no LoRA adapter at {0}", kind="lora_path"),
     # A KV connector this engine path does not know (vLLM's KV transfer config).
     Rule("kv_connector_unknown", "bad_argument",
          _r(r"\bUnsupported (?:KV )?connector(?: type)?: ?([\w.-]{1,80})"), 62, 0.6,

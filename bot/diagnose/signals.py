@@ -251,7 +251,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"\binit runtime platform info failed\b|\bSetPrecisionMode:[^\n]{0,300}NPU function error"
            r"|\baclrtGetDeviceCount\w{0,20}[^\n]{0,120}(?:error|fail)"), 66, 0.65,
          "the Ascend runtime (CANN) could not start on this NPU: the CANN toolkit, its driver or the chip do not "
-         "match what torch_npu / the engine build needs", kind="driver"),
+         "match what torch_npu / the engine build needs", kind="npu_runtime"),
     # A package whose installed version lacks what the engine calls ("module 'aiter' has no attribute 'dtypes'",
     # "module 'torch' has no attribute 'float8_e8m0fnu'"): a dependency at another version than the engine pins.
     # (transformers has its own rules; the engines' own modules are the engine's bug or a mismatched plugin.)

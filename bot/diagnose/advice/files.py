@@ -42,6 +42,10 @@ def advise_files(f: Finding, s: PlanView) -> Advice:
     steps: list[str] = []
     model = s.facts.model if s.facts else None
     path = model.path if model else (s.plan.model_path if s.plan else None)
+    if f.kind == "lora_path":
+        where = f.match.group(1) if f.match is not None else "the adapter's path"
+        return ([f"no LoRA adapter at {where}: point --lora-modules (name=path) at a folder holding "
+                 f"adapter_config.json and adapter_model.safetensors, on the host the engine runs on"], None)
     if "HeaderTooLarge" in text:
         steps.append("a .safetensors file is not a real shard (typically a git-lfs pointer of a few hundred "
                      "bytes): fetch the real files (`git lfs pull`) or download again")

@@ -16,6 +16,14 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
     fix: Fix | None = None
     if f.kind == "driver":
         steps.append(_driver_step(f.decisive.text if f.decisive else "", s))
+    elif f.kind == "npu_runtime":
+        steps.append("the Ascend runtime did not start on this NPU: check that the CANN toolkit matches the NPU "
+                     "driver and firmware (`npu-smi info`) and the torch_npu / engine build, and that "
+                     "ASCEND_RT_VISIBLE_DEVICES names NPUs this host has")
+    elif f.kind == "too_old":
+        steps.append(f"{gpu or 'this GPU'} is older than the compiler or kernel this launch uses supports (the "
+                     f"message names the capability it needs): run on such a GPU, or avoid that path (an engine "
+                     f"release or mode that does not compile kernels with it)")
     elif f.kind == "fa_version":
         steps.append(f"FlashAttention 2 needs compute capability 8.0 (FA3: 9.0) and {gpu or 'this GPU'} is older: "
                      f"pick an attention backend it runs (vLLM: VLLM_ATTENTION_BACKEND, --attention-backend from "
@@ -121,6 +129,18 @@ def advise_nccl(f: Finding, s: PlanView) -> Advice:
     if f.kind == "shm":
         steps.append("NCCL needs /dev/shm: in a container run with --ipc=host or a larger --shm-size (e.g. 16g); "
                      "check `df -h /dev/shm` on the host")
+    elif f.kind == "duplicate_gpu":
+        steps.append("two ranks were placed on one GPU: give each rank its own device (CUDA_VISIBLE_DEVICES, the "
+                     "data-parallel ranks' device assignment, one process per GPU); NCCL cannot run two ranks on one")
+    elif f.kind == "hccl":
+        steps.append("Ascend's HCCL could not connect the NPUs: check their network (`hccn_tool -i 0 -link -g`, the "
+                     "NPU IPs), the interface HCCL uses (HCCL_SOCKET_IFNAME / HCCL_IF_IP) and, on several nodes, "
+                     "that every node started within HCCL_CONNECT_TIMEOUT")
+    elif f.kind == "rdma":
+        steps.append("the RDMA transport (NVSHMEM for DeepEP, or the KV transfer engine of PD disaggregation) could "
+                     "not set up its InfiniBand resources: check `ibv_devices` / `ibstat` on every node, the "
+                     "locked-memory limit (`ulimit -l unlimited`, --ulimit memlock=-1 for docker) and which RDMA "
+                     "devices the transport is told to use")
     elif f.kind == "timeout":
         steps.append("a collective timed out: one rank stalled or died first and the others waited; that rank's own "
                      "error (an OOM, an exception, a kill) is the cause. Relaunch with NCCL_DEBUG=INFO and "
