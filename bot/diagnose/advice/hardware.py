@@ -31,8 +31,8 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
     elif f.kind == "kernel_arch":
         text = f.decisive.text if f.decisive else ""
         steps.append(f"a kernel library has no kernels for {gpu or 'this GPU'}'s architecture "
-                     f"(\"{exception_message(text)}\"): use a release of the engine or its image built for this GPU, or a launch that avoids that "
-                     f"kernel (another attention / MoE backend)"
+                     f"(\"{exception_message(text)}\"): use a release of the engine or its image built for this GPU, "
+                     f"or a launch that avoids that kernel (another attention / MoE backend)"
                      + ("; DeepGEMM can be switched off (VLLM_USE_DEEP_GEMM=0 for vLLM, SGL_ENABLE_JIT_DEEPGEMM=0 "
                         "for SGLang)" if re.search(r"deep_?gemm", text, re.IGNORECASE) else ""))
     elif f.kind == "bf16":
