@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from bot.diagnose.reading import in_traceback
+from bot.diagnose.rules import GENERIC_ERROR
 from bot.diagnose.types import LogLine
 from bot.diagnose.render import evidence_of, last_line
 from bot.logevents import DecodeStats, LogReader, NormalizedLine, ServerReady
@@ -68,8 +70,9 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
             health.http_up = line
         request = _REQUEST_HANDLER.search(line.raw) and not _ENGINE_GONE.search(line.text)
         # logger.exception prints the handler's traceback without the prefix: it is the request's too
-        in_request_traceback = bool(request) or (in_request_traceback and _continues_traceback(line)
-                                                 and not _ENGINE_GONE.search(line.text))
+        in_request_traceback = bool(request) or (
+            in_request_traceback and (in_traceback(line) or bool(GENERIC_ERROR.search(line.text)))
+            and not _ENGINE_GONE.search(line.text))
         if _ROUTINE.search(line.text) or in_request_traceback:
             health.routine.add(pos)
             health.served, health.served_pos = line, pos
@@ -88,16 +91,6 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
             else:
                 health.last_step = line
     return health
-
-
-#: A traceback's own lines: its header, a frame, the source under it, carets, a chain's joint, its exception line.
-_TRACEBACK_LINE = re.compile(r'^(?:Traceback \(most recent call last\)|File "|[\s^~]*$|During handling of the above'
-                             r'|The above exception)')
-_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception)\b(?::|$)")
-
-
-def _continues_traceback(line: LogLine) -> bool:
-    return line.code or bool(_TRACEBACK_LINE.match(line.text)) or bool(_EXCEPTION_LINE.match(line.text))
 
 
 def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None) -> Diagnosis:

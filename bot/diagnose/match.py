@@ -44,13 +44,13 @@ from bot.diagnose.rules import (
     PHASE_LOOKBACK,
     rules_for,
     SELF_KILL,
-    GENERIC_ERROR,
     Rule,
 )
 from bot.diagnose.oom_phases import OOM_BY_PHASE, OOM_MESSAGE_NOISE, OOM_MESSAGE_PHASE, PHASE_MARKERS
 from bot.diagnose.reading import FRAME as _FRAME, continued, drop_handled, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
+from bot.diagnose.own_death import own_error_behind_kill
 from bot.diagnose.unknown import SIGKILL_EXIT_CODES, import_behind_inspection, unrecognised
 from bot.diagnose.version_check import engine_too_old
 from bot.logevents import detect_engine_of
@@ -84,41 +84,6 @@ KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", 
 #: Rules that only guess a kill from a process's disappearance (vLLM's "died unexpectedly"): a server seen alive
 #: after them was not killed.
 _GUESSED_KILLS = frozenset({"engine_died"})
-
-
-#: The engine shutting itself down after a worker's error: vLLM's client ("Got fatal signal from worker processes,
-#: shutting down", v1/engine/core_client.py), its executor, SGLang's kill of its process tree.
-_ENGINE_SHUTDOWN = re.compile(r"Got fatal signal from worker processes|shutting down executor|Engine core initiali[sz]ation"
-                              r" failed|" + SELF_KILL.pattern, re.IGNORECASE)
-#: A native failure a process dies of by itself (a CUDA check macro's exit, C++'s terminate, an abort).
-_NATIVE_FAILURE = re.compile(r"^Failed: Cuda error |\bCuda failure '|terminate called after throwing|^Aborted\b"
-                             r"|\bCUDA error: ")
-
-
-def _died_of_its_own_error(finding: Finding, lines: list[LogLine]) -> bool:
-    """A kill read from the shell's "Killed" or from "died unexpectedly" that the tail explains otherwise: the shell's
-    report after the engine shut itself down following an exception, or a worker that died right after a native
-    failure of its own."""
-    if finding.pos <= 0:
-        return False
-    before = lines[:finding.pos]
-    if finding.rule == "shell_killed":
-        return any(_ENGINE_SHUTDOWN.search(line.text) for line in before[-20:]) \
-            and any(GENERIC_ERROR.search(line.text) for line in before)
-    if finding.rule == "engine_died":
-        return any(_NATIVE_FAILURE.search(line.text) for line in before[-10:])
-    return False
-
-
-def _native_failure(lines: list[LogLine], pos: int) -> Finding | None:
-    """The native failure a worker died of, just above its death line, as an unrecognised kernel crash."""
-    found = next(((at, line) for at, line in reversed(list(enumerate(lines[:pos]))[-10:])
-                  if _NATIVE_FAILURE.search(line.text)), None)
-    if found is None:
-        return None
-    at, line = found
-    return Finding(category="other", confidence=0.45, decisive=line, pos=at, kind="kernel_crash",
-                   cause=f"a worker died of a native failure of its own: {line.text[:160]}")
 
 
 def _killed_from_outside(finding: Finding) -> bool:
@@ -367,12 +332,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     _read_cut_raise(lines, structure)
     hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
     finding = _choose(lines, hits)
-    if finding is not None and _died_of_its_own_error(finding, lines):
-        # (the kill is the engine's own shutdown: its error, quoted, is the cause; the kill stays the alternative)
-        own = unrecognised(lines[:finding.pos], exit_code, health, structure) or _native_failure(lines, finding.pos)
-        if own is not None:
-            own.alternatives = [finding.category]
-            finding = own
+    if finding is not None:
+        finding = own_error_behind_kill(finding, lines, exit_code, health, structure) or finding
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
         if health.alive_pos > finding.pos and not _killed_from_outside(finding):
             return healthy_diagnosis(lines, health, error=finding.decisive)

@@ -126,8 +126,15 @@ def prepare(log_tail: str) -> list[LogLine]:
 #: failed"), then the server starts), and CPython's unraisable-exception hook ("Exception ignored in: <function
 #: X.__del__ ...>", sys.unraisablehook: never stops the program).
 HANDLED_FAILURE = re.compile(r"^Chat template warmup failed\b|^Exception ignored (?:in|on calling)\b")
-#: The lines of the traceback such a notice prints under it.
-_TRACEBACK_LINE = re.compile(r'^(?:Traceback \(most recent call last\)|File "|[\s^~]*$)')
+#: A traceback's own lines: its header, a frame, carets or a blank, a chain's joint (the source under a frame is
+#: marked ``code`` by ``prepare``).
+_TRACEBACK_LINE = re.compile(r'^(?:Traceback \(most recent call last\)|File "|[\s^~]*$|During handling of the above'
+                             r'|The above exception)')
+
+
+def in_traceback(line: LogLine) -> bool:
+    """Whether a line is part of a traceback other than its exception line."""
+    return line.code or bool(_TRACEBACK_LINE.match(line.text))
 
 
 def drop_handled(lines: list[LogLine]) -> list[LogLine]:
@@ -140,7 +147,7 @@ def drop_handled(lines: list[LogLine]) -> list[LogLine]:
             inside = True
             continue
         if inside:
-            if line.code or _TRACEBACK_LINE.match(line.text):
+            if in_traceback(line):
                 continue
             inside = False
             if GENERIC_ERROR.search(line.text):

@@ -1,0 +1,52 @@
+"""Kills the tail explains otherwise: a process that died of its own error, read as a kill from outside.
+
+The shell's "Killed" and vLLM's "Worker proc ... died unexpectedly" are read as the OOM killer's work when nothing
+else is known (bot/diagnose/rules.py shell_killed, planners/engines/vllm/crash_rules.py engine_died). Two tails say
+otherwise: the engine shut itself down after an exception and the shell reported the kill of its process group, or a
+worker exited right after a native failure of its own (a CUDA check macro exits the process). Then that error is the
+cause, and the kill is named as the alternative.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.diagnose.health import Health
+from bot.diagnose.rules import GENERIC_ERROR, SELF_KILL
+from bot.diagnose.structure import TailStructure
+from bot.diagnose.types import Finding, LogLine
+from bot.diagnose.unknown import unrecognised
+
+#: The engine shutting itself down after a worker's error: vLLM's client ("Got fatal signal from worker processes,
+#: shutting down", v1/engine/core_client.py), its executor, SGLang's kill of its process tree.
+_ENGINE_SHUTDOWN = re.compile(r"Got fatal signal from worker processes|shutting down executor|Engine core initiali[sz]ation"
+                              r" failed|" + SELF_KILL.pattern, re.IGNORECASE)
+#: A native failure a process dies of by itself (a CUDA check macro's exit, C++'s terminate, an abort).
+_NATIVE_FAILURE = re.compile(r"^Failed: Cuda error |\bCuda failure '|terminate called after throwing|^Aborted\b"
+                             r"|\bCUDA error: ")
+#: How far above the kill its explanation is looked for (lines).
+_SHUTDOWN_WINDOW, _NATIVE_WINDOW = 20, 10
+
+
+def own_error_behind_kill(finding: Finding, lines: list[LogLine], exit_code: int | None, health: Health,
+                          structure: TailStructure) -> Finding | None:
+    """The finding that replaces a kill the tail explains otherwise (the kill named as its alternative), or None."""
+    if finding.pos <= 0:
+        return None
+    before = lines[:finding.pos]
+    own: Finding | None = None
+    if finding.rule == "shell_killed":
+        if any(_ENGINE_SHUTDOWN.search(line.text) for line in before[-_SHUTDOWN_WINDOW:]) \
+                and any(GENERIC_ERROR.search(line.text) for line in before):
+            own = unrecognised(before, exit_code, health, structure)
+    elif finding.rule == "engine_died":
+        start = max(0, finding.pos - _NATIVE_WINDOW)
+        native = next(((at, line) for at, line in reversed(list(enumerate(before))[start:])
+                       if _NATIVE_FAILURE.search(line.text)), None)
+        if native is not None:
+            own = unrecognised(before, exit_code, health, structure) or Finding(
+                category="other", confidence=0.45, decisive=native[1], pos=native[0], kind="kernel_crash",
+                cause=f"a worker died of a native failure of its own: {native[1].text[:160]}")
+    if own is not None:
+        own.alternatives = [finding.category]
+    return own
