@@ -97,6 +97,7 @@ def test_a_request_the_server_refused_is_not_a_crash(rejected: str, with_ready: 
     log = f"{_SERVING}\n{rejected}" if with_ready else rejected
     result = diagnose(log)
     assert result.category == "none", result.cause
+    assert "still starting" not in result.cause
 
 
 def test_a_request_error_that_says_the_engine_died_is_a_crash() -> None:

@@ -109,6 +109,9 @@ def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | Non
     elif health.ready is not None:
         cause = "healthy: the server is up and no error follows (an idle engine logs nothing more)"
         confidence, steps = 0.9, []
+    elif health.served is not None:
+        cause = "healthy: the server was answering requests (an error of one request is logged, not a crash)"
+        confidence, steps = 0.8, []
     elif health.http_up is not None:
         evidence.append(health.http_up)
         cause = "healthy so far: the HTTP server is up and no error follows (the warm-up / ready line is next)"
