@@ -5,7 +5,8 @@ shippers print a child's output, each diagnosed again and compared with the verd
 
 Unseen logs differ from the corpus less in what the engine says than in how it reached the reader: a Docker Compose
 service prefix, Kubernetes' RFC 3339 timestamps, Ray's actor tag, journald, a JSON log shipper, FastChat's relay of
-stdout at INFO, a Markdown indent, Windows line ends, a console that hard-wraps at its width. Each wrapper is
+stdout at INFO, a Markdown indent, Windows line ends, a console that hard-wraps at its width; and whole pastes: Slack's or a page's
+entities, a quote, line numbers, a log in one JSON string or a Python repr. Each wrapper is
 applied to every line of every dev log (tests/crashcorpus.py ``dev``; judged splits are never touched); a verdict
 that changes is a rule keyed on a line's shape, not its content. ``--show N`` prints up to N changed verdicts (dev
 logs only) per wrapper.
@@ -14,6 +15,7 @@ logs only) per wrapper.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import sys
 from collections.abc import Callable
@@ -37,6 +39,23 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "json shipper": _json_line,
     "fastchat stdout relay": lambda line: f"2025-06-01 10:00:00 | INFO | stdout | {line}",
     "markdown indent": lambda line: f"    {line}",
+}
+
+
+def _numbered(log: str) -> str:
+    return "\n".join(f"{number:>6}\t{line}" for number, line in enumerate(log.split("\n"), start=1))
+
+
+#: Ways a whole log is pasted (bot/diagnose/paste.py undoes them): Slack's entity escaping of &, < and >, an HTML
+#: page's escaping (quotes too), a Markdown / e-mail quote, ``cat -n``'s line numbers, a whole log in one JSON
+#: string, a Python repr of captured output.
+PASTES: dict[str, Callable[[str], str]] = {
+    "slack entities": lambda log: log.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+    "html escaped": html.escape,
+    "markdown quote": lambda log: "\n".join(f"> {line}" for line in log.split("\n")),
+    "cat -n": _numbered,
+    "one json string": lambda log: json.dumps({"level": "error", "log": log}),
+    "python repr": lambda log: f"stderr: {(log + chr(10)).encode()!r}",  # (captured output ends in a newline)
 }
 
 
@@ -67,6 +86,7 @@ def main() -> None:
     cases["windows line ends"] = lambda log: rewrap(log, lambda line: line, crlf=True)
     for width in (80, 120, 200):
         cases[f"console hard wrap {width}"] = lambda log, w=width: hard_wrap(log, w)
+    cases.update(PASTES)
     total_same = total = 0
     for label, transform in cases.items():
         changed = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from bot.diagnose.paste import undo_paste
 from bot.diagnose.rules import ERROR_SHAPED, GENERIC_ERROR
 from bot.diagnose.types import LogLine
 from bot.logevents import LAUNCH_START, normalize_line
@@ -17,9 +18,10 @@ FRAME = re.compile(r'^File "')
 _CODE_START = re.compile(r"^(?:raise|assert)\b|^[~^\s]+$")
 
 
-def _split(log_tail: str) -> list[str]:
-    lines = log_tail.replace("\r\n", "\n").split("\n")
-    if lines and lines[-1] == "":
+def _split(log_tail: str) -> list[tuple[int, str]]:
+    """(line number in the tail as given, line), with a whole paste's wrapping undone (bot/diagnose/paste.py)."""
+    lines = undo_paste(log_tail.replace("\r\n", "\n"))
+    if lines and lines[-1][1] == "":
         lines.pop()
     return lines
 
@@ -72,13 +74,12 @@ def _new_record(raw: str) -> bool:
     return norm.level is not None or norm.timestamp is not None or peeled or bool(_RECORD_START.match(norm.text))
 
 
-def _unwrapped(raw_lines: list[str]) -> list[tuple[int, str]]:
+def _unwrapped(numbered: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """(line number of the first piece, the line) with a hard-wrapped log's pieces joined again: when at least three
     different lines share the longest length (>= 60; two for a common console width), the log was copied from a
     console of that width, and each line of exactly that width goes on in the next one."""
-    numbered = list(enumerate(raw_lines, start=1))
-    width = max((len(raw) for raw in raw_lines), default=0)
-    at_width = len({raw for raw in raw_lines if len(raw) == width})
+    width = max((len(raw) for _, raw in numbered), default=0)
+    at_width = len({raw for _, raw in numbered if len(raw) == width})
     if width < _MIN_WRAP_WIDTH or at_width < (2 if width in _CONSOLE_WIDTHS else _MIN_WRAPPED_LINES):
         return numbered
     out: list[tuple[int, str]] = []
