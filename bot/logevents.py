@@ -35,12 +35,15 @@ from planners.engines.base import LogDialect
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|(?<![\w\]])\[(?:\d{1,3};)*\d{1,3}m"
                    r"|#033\[[0-9;]{0,20}m")
 _COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
-_PROCESS_TAG = re.compile(r"^\((?:[^()\s]+\s+)?(?:rank=\d+\s+)?pid=\d+(?:,\s*ip=[\d.]+)?\)\s*")
+#: (A pid written out as "..." or "xxx": people blank their pids and IPs before they paste.)
+_PROCESS_TAG = re.compile(r"^\((?:[^()\s]+\s+)?(?:rank=\d+\s+)?pid=(?:\d+|\.{3}|x{1,8}|\*{1,8}|<\w{1,10}>)"
+                          r"(?:,\s*ip=[\w.*:-]{1,40})?\)\s*")
 _RANK_TAG = re.compile(r"^\[rank\d+\]:\s?")
 _ISO_TS = re.compile(r"^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?\s*")
 _SGLANG_TS = re.compile(r"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:[.,](\d+))?(?:\s+[A-Z]{1,4}\d+)*\]\s*")
 _VLLM_LEVEL = re.compile(
-    r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?\s+"
+    # (the date may be blanked out of a paste: "ERROR [core.py:1136] ...")
+    r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:(\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?\s+)?"
     r"(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\])\s*"
 )
 _PY_LEVEL = re.compile(
@@ -115,7 +118,8 @@ def normalize_line(line: str) -> NormalizedLine:
         match = _VLLM_LEVEL.match(text)
         if match:
             level = level or _LEVEL_NAMES.get(match.group(1), match.group(1))
-            stamp = stamp or ("md", f"{match.group(2)} {match.group(3)}.{(match.group(4) or '0'):0<6}")
+            if match.group(2):
+                stamp = stamp or ("md", f"{match.group(2)} {match.group(3)}.{(match.group(4) or '0'):0<6}")
             text = text[match.end():]
         else:
             match = _PY_LEVEL.match(text) or _TORCH_LEVEL.match(text)

@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from bot.diagnose.types import Rule, r as _r
 
+#: gloo's TCP transport failing (torch.distributed's CPU backend, which SGLang and vLLM use beside NCCL): its errors
+#: carry their source file ("[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer",
+#: "[.../gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete";
+#: github.com/facebookincubator/gloo gloo/transport/tcp/pair.cc, unbound_buffer.cc).
+GLOO_TRANSPORT = _r(r"gloo/transport/[\w/]{1,40}\.cc:\d{1,6}\] ?\w")  # (only its throws quote their file)
+
 COMM_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ multi-GPU communication
     Rule("p2p_unsupported", "nccl_error", _r(r"peer access is not supported between these two devices"), 60, 0.8,
@@ -53,6 +59,10 @@ COMM_RULES: tuple[Rule, ...] = (
          _r(r"NCCL INFO [\w/.-]{1,200}\.(?:cc|cu|h):\d{1,6} -> [1-9]\d{0,2}\b|\bFailed to CUDA (?:calloc|malloc|host alloc)"
             r" \d{1,15} bytes"), 52, 0.7, "NCCL (multi-GPU communication) failed: its error trace is in the tail",
          kind="nccl", any_level=True),
+    # (Often a consequence: a peer that died closes the connection; a real cause elsewhere in the tail outranks it.)
+    Rule("gloo_transport", "nccl_error", GLOO_TRANSPORT, 54, 0.7,
+         "torch.distributed's gloo transport between the ranks failed (a peer closed the connection or stalled)",
+         kind="timeout", any_level=True),
     Rule("collective_timeout", "nccl_error",
          _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
             r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"

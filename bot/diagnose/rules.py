@@ -19,7 +19,7 @@ import re
 from dataclasses import fields
 from functools import lru_cache
 
-from bot.diagnose.comm_rules import COMM_RULES
+from bot.diagnose.comm_rules import COMM_RULES, GLOO_TRANSPORT
 from bot.diagnose.gpu_rules import GPU_RULES
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
@@ -279,7 +279,10 @@ RULES: tuple[Rule, ...] = (
             # resources ("rtStreamBeginCapture execution failed", "Insufficient_Stream_Resources(EL0009)")
             r"|\brtStream(?:Begin|End)Capture\w{0,20} execution failed|\bInsufficient_Stream_Resources\b|\bEL0009\b"
             r"|cudaErrorStreamCapture\w{1,40}"),
-         80, 0.85, "CUDA graph capture failed", kind="capture"),
+         80, 0.85, "CUDA graph capture failed", kind="capture",
+         # SGLang's capture wraps whatever the capture raised ("Capture cuda graph failed: {e}"): a transport
+         # error of the ranks in it is the communication's failure, not the graphs' (sgl-project/sglang#4205).
+         exclude=GLOO_TRANSPORT),
     Rule("cuda_oom", OOM,
          _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
             r"|(?:HIP|NPU|XPU|MUSA) out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"

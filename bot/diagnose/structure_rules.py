@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bot.diagnose.comm_rules import GLOO_TRANSPORT
 from bot.diagnose.types import Rule, r
 from bot.diagnose.structure import RaisedException, TailStructure
 from bot.diagnose.vocabulary_rules import CAPABILITY, OTHER_AREA
@@ -139,7 +140,8 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        depth=4, exclude=r"out of memory|Address already in use|EADDRINUSE"),
     _s("graph_capture_frames", "cuda_graph_oom", r"(?:RuntimeError|AssertionError|Exception|CUDAError)$", 56, 0.6,
        "CUDA graph capture failed ({0})", kind="capture",
-       frames=r"cuda_graph_runner|capture_model|capture_one_batch|cudagraph|graph_capture", depth=12),
+       frames=r"cuda_graph_runner|capture_model|capture_one_batch|cudagraph|graph_capture", depth=12,
+       exclude=GLOO_TRANSPORT.pattern),  # (a transport error of the ranks inside the capture: bot/diagnose/rules.py)
     _s("arguments_frames", "bad_argument", _CONFIG_ERRORS, 54, 0.65,
        "the engine rejected a combination of its arguments ({0})", exclude=OTHER_AREA,
        # vllm/config/ also holds run-time helpers (get_layers_from_vllm_config looking a layer up): only its

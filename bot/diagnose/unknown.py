@@ -59,11 +59,16 @@ _TRACEBACK_PART = re.compile(r'^(?:File "|Traceback \(most recent call last\)|[\
                              r'|The above)')
 
 
+#: A logged line with words in it: a paste cut inside a line's prefix leaves "04-30 16", which says nothing.
+_WORDED = re.compile(r"[A-Za-z]{2}")
+
+
 def _logged_error(lines: list[LogLine], health: Health) -> Finding | None:
     """A start that stopped after lines the engine logged at ERROR / CRITICAL, none of them an exception line: they
     are the crash's own words (quoted), never a "still starting"."""
     logged = [line for pos, line in enumerate(lines)
-              if line.level in ("ERROR", "CRITICAL") and line.text and not line.code and pos not in health.routine
+              if line.level in ("ERROR", "CRITICAL") and _WORDED.search(line.text) and not line.code
+              and pos not in health.routine
               and not _TRACEBACK_PART.search(line.text) and not OPTIONAL_IMPORT.search(line.text)]
     if not logged:
         return None
@@ -94,19 +99,25 @@ def _reported_exit(lines: list[LogLine], health: Health, structure: TailStructur
 _BIND_FRAME = re.compile(r"(?:zmq/sugar/socket\.py|/socket\.py|asyncio/base_events\.py) (?:bind|create_server)\b")
 
 
+_CARETS = re.compile(r"^[\s^~]*$")
+
+
 def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Finding | None:
     """The tail ends inside a traceback (its exception line is cut off): a crash in progress, never healthy."""
     exc = structure.last_exception if structure else None
     if exc is None or not exc.cut or exc.pos < 0:
         return None
+    pos = exc.pos
+    while pos > 0 and _CARETS.match(lines[pos].text):
+        pos -= 1  # (Python 3.11+ underlines the failing call: the call's line is the one to quote)
     innermost = exc.innermost(1)
     if innermost and _BIND_FRAME.search(f"{innermost[0].path} {innermost[0].function}"):
         # Cut inside a socket's bind: the line lost is most often "Address already in use" (vllm-project/vllm#7196);
         # only when the message is lost, since a bind fails for other reasons too (a wrong address, EADDRNOTAVAIL).
-        return Finding(category="port_in_use", confidence=0.45, decisive=lines[exc.pos], pos=exc.pos,
+        return Finding(category="port_in_use", confidence=0.45, decisive=lines[pos], pos=pos,
                        cause="the tail ends inside a socket's bind (its error line is cut off): most often the port "
                              "is taken", alternatives=["other"])
-    return Finding(category="other", confidence=0.3, decisive=lines[exc.pos], pos=exc.pos,
+    return Finding(category="other", confidence=0.3, decisive=lines[pos], pos=pos,
                    cause=f"the tail ends inside a traceback (its exception line is cut off); innermost frame: "
                          f"{exc.where() or '?'}")
 
