@@ -295,8 +295,8 @@ WORDINGS = {
     "no_cuda_gpus": ("cuda_arch_or_driver", "RuntimeError: No CUDA GPUs are available\n"),
     # NVML after a driver upgrade without a reboot (the kernel module and the user-space library differ).
     "nvml_mismatch": ("cuda_arch_or_driver", "Failed to initialize NVML: Driver/library version mismatch\n"),
-    # cudaErrorInvalidDevice's own string: more ranks than visible GPUs.
-    "invalid_ordinal": ("cuda_arch_or_driver",
+    # cudaErrorInvalidDevice's own string: more ranks than visible GPUs (a launch setting, not the driver).
+    "invalid_ordinal": ("bad_argument",
                         "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
                         "[rank3]: CUDA kernel errors might be asynchronously reported at some other API call, so the "
                         "stacktrace below might be incorrect.\n"),

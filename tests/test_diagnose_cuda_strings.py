@@ -24,7 +24,7 @@ MEMORY = ("gpu_oom_weights", "kv_cache_insufficient", "cuda_graph_oom")
 TEXTS = (
     ("out of memory", MEMORY),
     ("no kernel image is available for execution on the device", ("cuda_arch_or_driver",)),
-    ("invalid device ordinal", ("cuda_arch_or_driver",)),
+    ("invalid device ordinal", ("bad_argument",)),  # a GPU id past the visible ones: the launch's setting
     ("system not yet initialized", ("cuda_arch_or_driver",)),  # 802: the fabric manager is not running
     ("an illegal memory access was encountered", ("other",)),
     ("misaligned address", ("other",)),

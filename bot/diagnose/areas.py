@@ -56,7 +56,10 @@ AREAS: tuple[Area, ...] = (
     Area("jit_compile_failure", "a kernel build (JIT compile) failed: {0}",
          frames=re.compile(r"flashinfer/jit/|torch/_inductor/|torch/_dynamo/|/triton/(?:compiler|runtime|backends)/"
                            r"|torch/utils/cpp_extension|deep_gemm/|tvm_ffi/|/jit_kernel/|cutlass|/nvrtc|"
-                           r"cute/|tilelang/|sgl_kernel/jit", _I),
+                           r"cute/|tilelang/|sgl_kernel/jit"
+                           # flashinfer's module builders, called from its wrappers (flashinfer/jit/core.py
+                           # JitSpec.build_and_load; prefill.py "gen_batch_prefill_module(...).build_and_load()")
+                           r"|\bbuild_and_load\b|\bgen_\w{1,60}_module\b", _I),
          classes=re.compile(r"^(?:CompilationError|InductorError|BackendCompilerFailed|PTXASError|NVRTCError"
                             r"|CalledProcessError|OutOfResources|CompileError|TritonError)$"),
          words=re.compile(r"\bcompil(?:e|ed|ing|ation|er)\b|\bnvcc\b|\bninja\b|\bptxas\b|\bJIT\b|\bnvrtc\b"
@@ -123,6 +126,16 @@ AREAS: tuple[Area, ...] = (
     Area("bad_argument", "the engine refused a launch setting: {0}",
          frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", _I),
          words=re.compile(r"(?<![\w-])--(?!speculative-)[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
+    # huggingface_hub's download path (file_download.py hf_hub_download, utils/_http.py and its backoff's "Retrying in
+    # 1s [Retry 1/5]."): a start that failed while fetching from the Hub. (Not transformers' cached_file alone: it
+    # fails the same way on a local folder that lacks the file.)
+    Area("hub_access", "the engine failed while fetching from the Hugging Face Hub: {0}",
+         frames=re.compile(r"huggingface_hub/(?:file_download|_snapshot_download|hf_api|utils/_http)", _I),
+         classes=re.compile(r"^(?:HTTPError|HfHubHTTPError|LocalEntryNotFoundError|RepositoryNotFoundError"
+                            r"|GatedRepoError|OfflineModeIsEnabled|MaxRetryError|ConnectTimeout|ReadTimeout)$"),
+         words=re.compile(r"\bRetrying in \d{1,4}s \[Retry \d{1,3}/\d{1,3}\]|huggingface\.co\b|\bHF_HUB_OFFLINE\b",
+                          _I),
+         kind="network"),
     Area("port_in_use", "a port the engine binds is taken: {0}",
          words=re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\[Errno 98\]"
                           r"|\bbind\b[^\n]{0,80}\b(?:fail|error|in use|taken)|failed to (?:bind|listen)\b"

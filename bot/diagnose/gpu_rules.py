@@ -65,6 +65,12 @@ GPU_RULES: tuple[Rule, ...] = (
     Rule("gpu_too_old", "cuda_arch_or_driver",
          _r(r"\btoo old to be supported by\b|\bonly supports devices of CUDA Capability >= ?([\d.]{1,5})"), 78, 0.85,
          "this GPU is older than what the compiler or kernel needs (compute capability {0})", kind="too_old"),
+    # A feature only FlashAttention 3 / 4 has (vLLM's FlashAttention backend: "Sinks are only supported in
+    # FlashAttention 3", gpt-oss's attention sinks; FA3 runs on Hopper only, FA4 on Blackwell).
+    Rule("feature_needs_fa3", "cuda_arch_or_driver",
+         _r(r"\b(?:is|are) only supported (?:in|with|by|on) (?:FlashAttention|FA) ?-?v?([34])\b"), 74, 0.7,
+         "a feature of this model needs FlashAttention {0}, which this GPU generation cannot run", kind="fa_version",
+         unsure=("bad_argument",)),
     Rule("min_capability_named", "cuda_arch_or_driver",
          _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),

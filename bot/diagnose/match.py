@@ -34,6 +34,7 @@ from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
 from bot.diagnose.areas import SPECULATIVE_ON, error_shaped_end, place, warmup_refusal_end
+from bot.diagnose.launch_facts import single_gpu_split
 from bot.diagnose.health import healthy_diagnosis, read_health
 from bot.diagnose.ops import place_missing_op, place_missing_platform
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
@@ -347,6 +348,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     _refine(finding, lines, structure, exit_code, speculative)
     engine_too_old(finding, setup, lines)
     finding.alternatives = _alternatives(finding, hits, structure)
+    single_gpu_split(finding, setup)
     if finding.alternatives:
         finding.confidence = min(finding.confidence, 0.6)
     steps, fix = advise(finding, setup, lines)

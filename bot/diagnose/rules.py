@@ -278,7 +278,10 @@ RULES: tuple[Rule, ...] = (
             # Ascend's graph capture (ACL graphs, torch_npu NPUGraph): the runtime's capture calls and its stream
             # resources ("rtStreamBeginCapture execution failed", "Insufficient_Stream_Resources(EL0009)")
             r"|\brtStream(?:Begin|End)Capture\w{0,20} execution failed|\bInsufficient_Stream_Resources\b|\bEL0009\b"
-            r"|cudaErrorStreamCapture\w{1,40}"),
+            r"|cudaErrorStreamCapture\w{1,40}"
+            # the CUDA runtime's texts of the capture errors (cudaGetErrorString: 901 "operation failed due to a
+            # previous error during capture", microsoft/vllm-windows#5; 906/907 name "a capturing (blocking) stream")
+            r"|\bprevious error during capture\b|\bcapturing (?:blocking )?stream\b"),
          80, 0.85, "CUDA graph capture failed", kind="capture",
          # SGLang's capture wraps whatever the capture raised ("Capture cuda graph failed: {e}"): a transport
          # error of the ranks in it is the communication's failure, not the graphs' (sgl-project/sglang#4205).

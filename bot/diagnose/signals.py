@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from bot.diagnose.locale import ADDRESS_IN_USE, KILLED, NO_MEMORY, NO_SPACE, PERMISSION_DENIED, SEGFAULT
+from bot.diagnose.engine_keywords import ENGINE_KEYWORDS
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 
@@ -237,13 +238,14 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          80, 0.85, "the engine cannot use the GPU: the driver is missing, too old or not visible here",
          kind="driver"),
     # cudaErrorInvalidDevice: the process was asked for a GPU it cannot see (CUDA_VISIBLE_DEVICES, more TP ranks than
-    # visible GPUs).
-    Rule("invalid_device_ordinal", "cuda_arch_or_driver", r(r"CUDA(?: driver)? error: invalid device ordinal|cudaErrorInvalidDevice"
+    # visible GPUs, a GPU id past the visible ones): a launch setting, not the driver (THUDM/slime#1326, a gpu_id of
+    # 6 under CUDA_VISIBLE_DEVICES=4,5,6,7), so its step is the GPU count's.
+    Rule("invalid_device_ordinal", "bad_argument", r(r"CUDA(?: driver)? error: invalid device ordinal|cudaErrorInvalidDevice"
                                               r"|Cuda (?:error|failure)\b[^\n]{0,300}'invalid device ordinal'"
                                               # Ascend's runtime on ASCEND_RT_VISIBLE_DEVICES naming an NPU it lacks
                                               r"|\bset ASCEND_RT_VISIBLE_DEVICES:\S{1,60} error\b"),
          74, 0.75, "the engine asked for a GPU this process cannot see (CUDA_VISIBLE_DEVICES, or more ranks than GPUs)",
-         kind="driver", unsure=("bad_argument",)),
+         kind="gpu_count", unsure=("cuda_arch_or_driver",)),
     # Ascend's runtime (CANN) that cannot start on this device: torch_npu's first ACL calls fail ("SetPrecisionMode:
     # ... NPU function error: at_npu::native::AclSetCompileopt(...), error code is 500001", "init runtime platform
     # info failed, SocVersion = Ascend910B2"): the CANN install, its driver or the chip, like a CUDA driver problem.
@@ -374,8 +376,12 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the model's files could not be loaded from {0}: a file is missing or the path is wrong", kind="path"),
     Rule("engine_args_unknown_keyword", "bad_argument",
          r(r"(?:Engine|Server|Async\w{0,20})?Args\.__init__\(\) got an unexpected keyword argument "
-           r"'([\w-]{1,80})'"), 62, 0.7,
-         "the engine's arguments have no '{0}' in this version", kind="unknown_keyword"),
+           r"'([\w-]{1,80})'"
+           # Python before 3.10 names no class ("__init__() got an unexpected keyword argument"): the keyword
+           # itself must then be one of the engines' own arguments (LLM(limit_mm_per_prompt=...) on a release
+           # without it, hiyouga/LlamaFactory#6654), not a model's or a library's parameter.
+           r"|\b__init__\(\) got an unexpected keyword argument '(" + ENGINE_KEYWORDS + r")'"), 62, 0.7,
+         "the engine's arguments have no '{0}{1}' in this version", kind="unknown_keyword"),
     Rule("quantized_shape_misaligned", "tp_not_divisible",
          r(r"not aligned with the quantized weight shape|caused by too large tensor parallel size"), 82, 0.9,
          "at this TP a quantized weight cannot be split evenly (its group size does not divide the slice)",

@@ -33,6 +33,10 @@ _STANDALONE = re.compile(
     r"^((?:[A-Za-z_]\w{0,80}\.){0,8}(?:[A-Z]\w{0,80})?(?:Error|Exception|Exit|Interrupt|Failure))(?:: ?(.*))?$")
 #: An exception pasted as its repr: ValueError("type fp8e4nv not supported in this architecture ...").
 _REPR = re.compile(r"^((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception))\((['\"])(.{0,2000})\2\)$")
+#: An exception quoted after a few words of prose on its line ("2、Llama-3.2-1B-Instruct model:  AttributeError: ...",
+#: "error message: ValueError: ..."): the words end at the line's first colon, the class must say it is one and
+#: a message must follow.
+_IN_PROSE = re.compile(r"^[^:：\n]{1,60}[:：]\s{1,4}((?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception)): (\S.*)$")
 #: How long (lines) frames wait for their exception line while other processes' lines interleave.
 FRAME_PATIENCE = 60
 
@@ -225,7 +229,10 @@ def _exception(text: str, stack: _Stack, pos: int) -> tuple[str, str, bool] | No
     match = (_AFTER_FRAMES if recent else _STANDALONE).match(text)
     if match is None:
         pasted = _REPR.match(text)
-        return (pasted.group(1), pasted.group(3), recent) if pasted else None
+        if pasted:
+            return pasted.group(1), pasted.group(3), recent
+        quoted = None if recent else _IN_PROSE.match(text)
+        return (quoted.group(1), quoted.group(2).strip(), False) if quoted else None
     if recent and not ("." in match.group(1) or match.group(2) is not None or match.group(1)[:1].isupper()):
         return None
     return match.group(1), (match.group(2) or "").strip(), recent

@@ -45,7 +45,10 @@ _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:support
                     r"|is not a valid|please (?:specify|set|enable|disable|provide)|when [\w.-]{1,60} is set"
                     # a value compared with the setting that bounds it ("LoRA rank 64 is greater than max_lora_rank"),
                     # a check of a combination ("When enabling two batch overlap without an EP a2a backend ...")
-                    r"|is (?:greater|larger|bigger|smaller|less) than|when enabling)\b")
+                    r"|is (?:greater|larger|bigger|smaller|less) than|when enabling"
+                    # an option given the wrong way ("With `vllm serve`, you should provide the model as a positional
+                    # argument or in a config file instead of via the `--model` option", vllm/entrypoints/cli/serve.py)
+                    r"|should (?:provide|pass|use|set|specify)|instead of)\b")
 
 #: What a check's message may name that is another category's: the drafter, a package, the GPU generation, the
 #: tensor-parallel split. Raised by the same argument and quantization checks (sglang/srt/server_args.py: "Spec v2

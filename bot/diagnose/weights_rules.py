@@ -20,6 +20,8 @@ from bot.diagnose.types import Rule, r
 
 #: The tensors quantization methods add to a layer (vllm/sglang layers/quantization/: gptq.py, awq.py, fp8.py,
 #: compressed_tensors/).
+#: (Not a fused MoE layer's own, "w13_input_scale", "w2_weight_scale_inv": the collections file those under three
+#: categories, an engine bug of the expert-parallel path, the drafter's load, the quantization.)
 _QUANT_TENSOR = (r"(?:g_idx|qweight|qzeros|scales|weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape"
                  r"|weight_zero_point|weight_global_scale|qscale\w{0,10})")
 #: The generic fallback model classes (vllm/model_executor/models/transformers*.py, sglang's TransformersForCausalLM):

@@ -68,7 +68,10 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
     elif f.kind == "gpu_count":
         visible = s.host_gpu_count
         tp = argv_value_of(s.argv, ["--tensor-parallel-size", "-tp"])
-        steps.append("the parallel sizes ask for more GPUs than the engine sees"
+        asked = ("a GPU index past the GPUs this process sees (CUDA_VISIBLE_DEVICES renumbers them from 0; "
+                 "--base-gpu-id, a device id), or more ranks than GPUs") if f.rule == "invalid_device_ordinal" else \
+            "more GPUs than the engine sees"
+        steps.append(f"the launch asks for {asked}"
                      + (f" (--tensor-parallel-size {tp})" if tp else "")
                      + (f": the host has {visible} GPU(s); lower --tensor-parallel-size x --pipeline-parallel-size "
                         f"to at most {visible}" if visible else

@@ -99,6 +99,11 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
                  f"the engine does not support this quantization for this model or for one of its layers (an MoE "
                  f"router gate, a shared expert, a vision tower); use a checkpoint quantized with a method the "
                  f"engine lists for this architecture, a release that added it, or the bf16 checkpoint"], None)
+    if f.kind == "kernel_shape":
+        return (["on one GPU a weight of this model is not a multiple of the quantized kernel's tile: run the "
+                 "checkpoint with another of the engine's kernels for its method (the message names one, e.g. "
+                 "--quantization gptq instead of the Marlin kernel), or use a checkpoint with another group size, or "
+                 "the bf16 checkpoint"], None)
     if f.kind == "unknown":
         return ([f"{s.engine or 'the engine'} {s.plan.engine_version if s.plan and s.plan.engine_version else ''} "
                  f"does not know this quantization method: upgrade the engine or use a checkpoint in a format it "

@@ -1,0 +1,117 @@
+"""Wordings the batches of 2026-12-02s..z taught, each written fresh from the engines' and libraries' own messages,
+and what the launch command rules out.
+
+Sources: vLLM's LLM / EngineArgs keywords (vllm/engine/arg_utils.py; a release without ``limit_mm_per_prompt``
+refuses it as a keyword), vllm/entrypoints/cli/serve.py ("With `vllm serve`, you should provide the model as a
+positional argument ..."), vLLM's FlashAttention backend ("Sinks are only supported in FlashAttention 3"), the CUDA
+runtime's capture errors (cudaGetErrorString 901: "operation failed due to a previous error during capture"),
+cudaErrorInvalidDevice ("invalid
+device ordinal"), vLLM's Marlin shape checks (layers/quantization/utils/marlin_utils.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+
+@pytest.mark.parametrize("keyword", ["limit_mm_per_prompt", "enable_prefix_caching", "max_num_batched_tokens"])
+def test_an_engine_keyword_an_older_api_refuses_is_an_argument(keyword: str) -> None:
+    result = diagnose(f"TypeError: __init__() got an unexpected keyword argument '{keyword}'")
+    assert result.category == "bad_argument"
+    assert keyword in result.cause
+
+
+@pytest.mark.parametrize("keyword", ["layer_idx", "mm_features", "past_key_values"])
+def test_a_model_or_library_keyword_is_not_an_engine_argument(keyword: str) -> None:
+    assert diagnose(f"TypeError: __init__() got an unexpected keyword argument '{keyword}'").category != \
+        "bad_argument"
+
+
+def test_an_option_given_the_wrong_way_is_an_argument() -> None:
+    result = diagnose("ValueError: With `vllm serve`, you should provide the model as a positional argument or in a "
+                      "config file instead of via the `--model` option.")
+    assert result.category == "bad_argument"
+    assert any("--model" in step for step in result.next_steps)
+
+
+def test_a_feature_only_flashattention_3_has_is_the_gpu_generation() -> None:
+    result = diagnose("AssertionError: Sinks are only supported in FlashAttention 3.")
+    assert (result.category, result.alternatives) == ("cuda_arch_or_driver", ["bad_argument"])
+
+
+def test_the_cuda_runtime_s_capture_errors_are_the_capture() -> None:
+    for text in ("operation failed due to a previous error during capture",
+                 "operation would make the legacy stream depend on a capturing blocking stream"):
+        assert diagnose(f"RuntimeError: CUDA error: {text}").category == "cuda_graph_oom", text
+
+
+def test_an_invalid_device_ordinal_is_the_launch_s_gpus_not_the_driver() -> None:
+    result = diagnose("torch.AcceleratorError: CUDA error: invalid device ordinal\n"
+                      "GPU device may be out of range, do you have enough GPUs?")
+    assert result.category == "bad_argument"
+    assert "CUDA_VISIBLE_DEVICES" in result.next_steps[0]
+    assert not any("driver" in step for step in result.next_steps)
+
+
+def test_an_exception_quoted_after_prose_on_its_line_is_read() -> None:
+    log = ("1. Qwen3-32B model:  AttributeError: 'Qwen3MoeConfig' object has no attribute 'rope_parameters'\n"
+           "2. Llama-3.2-1B-Instruct model:  AttributeError: 'LlamaConfig' object has no attribute 'rope_parameters'")
+    result = diagnose(log)
+    assert result.category == "transformers_too_old"
+    assert "rope_parameters" in result.cause
+
+
+_MARLIN = ("ValueError: Weight input_size_per_partition = 10944 is not divisible by min_thread_k = 128. Consider "
+           "reducing tensor_parallel_size or running with --quantization gptq.")
+
+
+def test_a_kernel_s_shape_refusal_on_one_gpu_is_the_quantization() -> None:
+    result = diagnose(_MARLIN, command="vllm serve org/model-AWQ --quantization awq_marlin --dtype float16")
+    assert result.category == "quantization_unsupported"
+    assert result.alternatives[0] == "tp_not_divisible"
+
+
+@pytest.mark.parametrize("command", [None, "vllm serve org/model-AWQ -tp 2",
+                                     "python -m sglang.launch_server --model-path m --tp 4"])
+def test_the_same_refusal_with_a_split_or_no_command_stays_the_split(command: str | None) -> None:
+    assert diagnose(_MARLIN, command=command).category == "tp_not_divisible"
+
+
+_FI = "/usr/local/lib/python3.12/site-packages/flashinfer"
+_HUB = "/usr/local/lib/python3.12/site-packages/huggingface_hub"
+
+
+def test_a_traceback_cut_inside_flashinfer_s_module_build_is_the_build() -> None:
+    # flashinfer/prefill.py get_batch_prefill_module: "gen_batch_prefill_module(backend, *args).build_and_load()"
+    log = f"""\
+Traceback (most recent call last):
+  File "{_FI}/decode.py", line 1031, in plan
+    self._cached_module = get_batch_prefill_module(
+  File "{_FI}/prefill.py", line 374, in get_batch_prefill_module
+    module = gen_batch_prefill_module(backend, *args).build_and_load()"""
+    result = diagnose(log)
+    assert result.category == "jit_compile_failure"
+    assert result.confidence <= 0.6
+
+
+def test_a_traceback_cut_inside_the_hub_s_download_is_the_hub() -> None:
+    log = f"""\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/site-packages/transformers/utils/hub.py", line 437, in cached_files
+    hf_hub_download(
+  File "{_HUB}/file_download.py", line 1013, in hf_hub_download
+    return _hf_hub_download_to_cache_dir("""
+    result = diagnose(log)
+    assert result.category == "hub_access"
+    assert any("HF_HUB_OFFLINE" in step for step in result.next_steps)
+
+
+def test_a_traceback_cut_inside_transformers_cached_file_alone_is_not_called_the_hub() -> None:
+    # (cached_file fails the same way on a local folder that lacks the file)
+    log = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/site-packages/transformers/configuration_utils.py", line 740, in _get_config_dict
+    resolved_config_file = cached_file("""
+    assert diagnose(log).category != "hub_access"
