@@ -94,7 +94,7 @@ JUDGED_FLOORS = {"blind": 0.77, "fresh": 0.86, "aside": 0.9}
 #: The dev part, a little below what it scores: 0.960 before the 2026-12-02c-h batches (short excerpts, Ascend NPUs,
 #: labels the thread settles), 0.931 (488/524) with them (their 127 dev logs: 78 right on arrival, 107 after);
 #: 0.912 (673/738) with batches i-r (their 214 dev logs: 133 right on arrival, 181 after; the first 524: 492);
-#: 0.835 (781/935) with batches s-z (their 197 dev logs: 100 right on arrival, 109 after; the first 738: 672).
+#: 0.843 (788/935) with batches s-z (their 197 dev logs: 98 right on arrival, 113 after; the first 738: 675).
 DEV_FLOOR = 0.83
 #: Crash logs of the dev part read as healthy: 24 of 831, 19 of them an excerpt that ends while the start is still
 #: under way (the error line is past the stored excerpt; the thread says it crashed), 5 a server still answering.

@@ -115,3 +115,48 @@ Traceback (most recent call last):
   File "/usr/local/lib/python3.12/site-packages/transformers/configuration_utils.py", line 740, in _get_config_dict
     resolved_config_file = cached_file("""
     assert diagnose(log).category != "hub_access"
+
+
+_VLLM = "/usr/local/lib/python3.12/site-packages/vllm"
+_SGL = "/usr/local/lib/python3.12/site-packages/sglang/srt"
+
+
+@pytest.mark.parametrize("frames,category", [
+    # torch/cuda/graphs.py: the graph context's __exit__ ends the capture (capture_end runs only there)
+    (f'''  File "{_VLLM}/compilation/backends.py", line 677, in __call__
+    with torch.cuda.graph(cudagraph, pool=self.graph_pool):
+  File "/usr/local/lib/python3.12/site-packages/torch/cuda/graphs.py", line 186, in __exit__
+    self.cuda_graph.capture_end()''', "cuda_graph_oom"),
+    # vllm model_executor/models/registry.py: the architecture's look-up
+    (f'''  File "{_VLLM}/model_executor/model_loader/utils.py", line 240, in get_model_architecture
+    architectures = model_config.architectures
+  File "{_VLLM}/model_executor/models/registry.py", line 590, in resolve_model_cls
+    return self._raise_for_unsupported(architectures)''', "unsupported_architecture"),
+    # vllm model_executor/kernels/linear: the scaled-mm kernel choice of a quantized layer
+    (f'''  File "{_VLLM}/model_executor/kernels/linear/__init__.py", line 223, in choose_scaled_mm_linear_kernel
+    for kernel in possible_kernels[current_platform._enum]:''', "quantization_unsupported"),
+])
+def test_a_traceback_cut_where_only_one_cause_runs_names_it(frames: str, category: str) -> None:
+    result = diagnose("Traceback (most recent call last):\n" + frames)
+    assert result.category == category
+    assert result.confidence <= 0.6 and result.alternatives
+
+
+def test_a_native_crash_inside_the_drafter_is_not_a_speculative_setting() -> None:
+    log = f"""\
+[2025-05-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "{_SGL}/speculative/eagle_worker.py", line 250, in forward_batch_speculative_generation
+    self.verify(batch, spec_info)
+  File "{_SGL}/speculative/eagle_worker.py", line 520, in verify
+    torch.cuda.synchronize()
+RuntimeError: CUDA error: an illegal memory access was encountered"""
+    assert diagnose(log).category == "other"
+
+
+def test_a_helper_transformers_moved_is_the_package_version_not_a_too_old_transformers() -> None:
+    helper = diagnose("ImportError: cannot import name 'is_valid_list_of_images' from "
+                      "'transformers.models.mllama.image_processing_mllama'")
+    assert helper.category == "missing_dependency"
+    assert "older or newer" in helper.next_steps[0]
+    model_class = diagnose("ImportError: cannot import name 'Qwen3VLForConditionalGeneration' from 'transformers'")
+    assert model_class.category == "transformers_too_old"

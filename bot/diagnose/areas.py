@@ -99,13 +99,13 @@ AREAS: tuple[Area, ...] = (
     # (the capture milestone is the last phase reached, see place()).
     Area("cuda_graph_oom", "CUDA graph capture failed: {0}",
          frames=re.compile(r"cuda_graph_runner|cudagraph|capture_model|capture_one_batch|graph_capture|CUDAGraph"
-                           r"|piecewise_backend|cuda_graph", _I),
+                           r"|piecewise_backend|cuda_graph|torch/cuda/graphs\.py|\bcapture_(?:begin|end)\b", _I),
          words=re.compile(r"cuda ?graph|cudagraph|graph capture|\bcapturing\b", _I), kind="capture",
          phase="graphs_capturing",
          # vllm v1/worker/gpu_model_runner.py capture_model / _capture_cudagraphs, sglang cuda_graph_runner.py
          # capture / capture_one_batch_size; never replay()
          phase_functions=re.compile(r"^(?:capture_model|_?capture_cudagraphs?|capture|capture_one_batch\w{0,12}"
-                                    r"|_?capture_graphs?|graph_capture)$")),
+                                    r"|_?capture_graphs?|graph_capture|capture_(?:begin|end))$")),
     # The KV cache's sizing and allocation after the weights (vllm v1/core/kv_cache_utils.py
     # check_enough_kv_cache_memory, the worker's determine_available_memory; sglang mem_cache/, init_memory_pool):
     # a tail cut inside them is the KV cache not fitting (vllm-project/vllm#20726).
@@ -118,8 +118,20 @@ AREAS: tuple[Area, ...] = (
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
          words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b" + GPU_GENERATIONS
                           + r"\b|\bdriver version\b|\bno kernel image\b", _I), kind="capability"),
+    # (vLLM's scaled-mm kernel choice for quantized linear layers, vllm/model_executor/kernels/linear/
+    # choose_scaled_mm_linear_kernel, is the quantization's too)
     Area("quantization_unsupported", "the quantization kernels failed for this model or GPU: {0}",
-         frames=re.compile(r"/layers/quantization/", _I), words=re.compile(r"\bquantiz", _I)),
+         frames=re.compile(r"/layers/quantization/|/kernels/linear/|choose_\w{0,30}mm_linear_kernel", _I),
+         words=re.compile(r"\bquantiz", _I)),
+    # The engine looking the architecture up in its registry (vllm model_executor/models/registry.py
+    # inspect_model_cls / resolve_model_cls / _raise_for_unsupported, sglang models/registry.py and its older
+    # managers/router/model_runner.py get_model_cls_by_arch_name): a tail cut there is most often the architecture
+    # this release lacks.
+    Area("unsupported_architecture", "the engine could not find this model's architecture among its own: {0}",
+         frames=re.compile(r"models/registry\.py|\bget_model_cls_by_arch_name\b|\b_?(?:inspect|resolve)_model_cls\b"
+                           r"|\b_raise_for_unsupported\b|\bget_model_architecture\b", _I),
+         words=re.compile(r"\barchitectures? [^\n]{0,80}\bnot supported\b|\bnot supported for now\b", _I),
+         kind="architecture"),
     # The engine's argument checks (sglang/srt/server_args.py, vllm/engine/arg_utils.py, vllm/config/), or an error
     # that names one of its flags; a --speculative-* flag (vLLM's --speculative-config, SGLang's
     # --speculative-algorithm / --speculative-num-steps / ...) names the drafter's setup, whose area is above.
@@ -214,7 +226,8 @@ def _error_lines(finding: Finding, lines: list[LogLine]) -> list[str]:
 
 
 #: "other" findings placed only when a traceback in the tail was raised in an area: a native or kernel crash (a CUDA
-#: illegal access inside the EAGLE worker is the drafter's crash; a bare segfault stays ``other``), and a tail whose
+#: illegal access inside a JIT-built kernel's code; a bare segfault stays ``other``, and so does one inside the drafter's
+#: code, an engine bug of that path: ``place``), and a tail whose
 #: own error line is elsewhere but whose frames are here ("Engine core initialization failed" under a traceback
 #: that runs through flashinfer/jit/).
 NATIVE_KINDS = ("kernel_crash", "segfault", "root_cause_elsewhere")
@@ -291,6 +304,11 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
     (best, index), (second, runner_up) = ranked[0], ranked[1]
     if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):
+        return
+    if finding.kind in ("kernel_crash", "segfault") and AREAS[index].category == "speculative_config_invalid":
+        # A native crash (an illegal memory access) inside the drafter's code is an engine bug of that path, not a
+        # refused speculative setting: both readings of the collections file it under other (sgl-project/sglang
+        # #5491; vllm-project/vllm#29036).
         return
     area = AREAS[index]
     # The exception itself when there is one (a squashed line's last exception, not its first words).

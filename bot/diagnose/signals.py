@@ -310,8 +310,11 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          kind="network", any_level=True),
     # A class or module transformers lacks: the installed transformers predates the model ("cannot import name
     # 'Qwen3VLForConditionalGeneration' from 'transformers'", "No module named 'transformers.models.qwen3_vl'").
+    # Not a helper function (snake_case: "cannot import name 'is_valid_list_of_images' from
+    # 'transformers.models.mllama.image_processing_mllama'"): helpers move and go in newer releases, so the version is
+    # off either way, a package problem (the generic import rule; sgl-project/sglang#3626, allenai/olmocr#97).
     Rule("transformers_lacks_class", "transformers_too_old",
-         r(r"cannot import name '(\w{1,80})' from 'transformers(?:\.[\w.]{1,80})?'|No module named "
+         r(r"cannot import name '((?-i:[A-Z])\w{1,80})' from 'transformers(?:\.[\w.]{1,80})?'|No module named "
            r"'(transformers\.models\.\w{1,80})'"), 74, 0.85,
          "the installed transformers has no {0}{1}: it predates this model", exclude=OPTIONAL_IMPORT),
     # ------------------------------------------------------------------ engine checks of the model and its files

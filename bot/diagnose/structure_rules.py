@@ -111,7 +111,7 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        "the installed transformers' config class lacks a field this model's code reads ({0})",
        kind="config_field", message=r"^'[A-Z]\w{0,80}Config' object has no attribute '\w{1,80}'",
        unsure=("unsupported_architecture", "model_files_missing_or_corrupt")),
-    _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + "|RuntimeError)$", 66, 0.7,
+    _s("speculative_frames", "speculative_config_invalid", _CONFIG_ERRORS[:-2] + ")$", 66, 0.7,
        "the speculative-decoding (MTP/EAGLE) path failed for this model or engine "
        "version ({0})",
        frames=r"/speculative/|/spec_decode/|/speculative\.py|eagle|_mtp\b|mtp_|/spec_info|draft|nextn|medusa",

@@ -1,0 +1,53 @@
+"""How far the corpus labels are from what an expert reading the tail alone would say, and the diagnoser against both.
+
+    .venv/bin/python bench/diagnose_agreement.py
+
+``tests/data/crashlogs/blind_labels.json`` holds a second label for 402 corpus logs: helpers of this project labelled
+each log from its text and launch command only (not the thread, the corpus label, the diagnoser or its rules; the
+files were renamed and shuffled so a log's split could not be told). Issue 12 sets the bar at "what an expert reading
+the tail would say"; the corpus labels also use the thread (a title, a maintainer's reply). The agreement of the two
+is the ceiling a reader of the tail can reach against the corpus labels. Printed per split and round, as counts only
+(held-out logs are never named).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.diagnose import diagnose  # noqa: E402
+from tests.crashcorpus import CRASHLOGS, corpus  # noqa: E402
+
+BLIND = CRASHLOGS / "blind_labels.json"
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.3f})" if whole else "-"
+
+
+def main() -> None:
+    blind = json.loads(BLIND.read_text())
+    for split in ("dev", "heldout"):
+        entries = dict(corpus(split))
+        for round_ in ("first", "s-z"):
+            names = [name for name, label in blind.items() if label["round"] == round_ and name in entries]
+            rows = [(entries[name]["category"], blind[name], diagnose(entries[name]["log"]).category)
+                    for name in names]
+            agree = [row for row in rows if row[0] == row[1]["category"]]
+            print(f"{split} / {round_}: {len(rows)} logs")
+            print(f"  corpus label = blind label:          {_share(len(agree), len(rows))}")
+            print(f"  corpus label in blind's two choices: "
+                  f"{_share(sum(row[0] in (row[1]['category'], row[1]['second']) for row in rows), len(rows))}")
+            print(f"  diagnoser = corpus label:            {_share(sum(row[2] == row[0] for row in rows), len(rows))}")
+            print(f"  diagnoser = blind label:             "
+                  f"{_share(sum(row[2] == row[1]['category'] for row in rows), len(rows))}")
+            print(f"  diagnoser on the logs both agree on: {_share(sum(row[2] == row[0] for row in agree), len(agree))}")
+            print(f"  diagnoser = either label:            "
+                  f"{_share(sum(row[2] in (row[0], row[1]['category']) for row in rows), len(rows))}")
+
+
+if __name__ == "__main__":
+    main()
