@@ -184,3 +184,16 @@ async def test_the_event_loop_runs_while_a_thread_diagnoses() -> None:
 def test_cut_short_of_an_empty_tail() -> None:
     got = cut_short("", 5)
     assert got.evidence == [] and got.category == "other"
+
+
+def test_a_diagnosis_that_finishes_after_its_loop_closed_is_dropped_quietly() -> None:
+    # (the worker thread outlives a bot that shut down; raising there would only print a thread traceback)
+    import asyncio
+
+    from bot.diagnose.runner import _post
+
+    loop = asyncio.new_event_loop()
+    future = loop.create_future()
+    loop.close()
+    _post(loop, future, None, RuntimeError("late"))
+    assert not future.done()

@@ -115,7 +115,7 @@ def test_corpus_categories_at_least_their_floor_and_every_healthy_log_is_none():
     assert all(results[name].category == "none" for name in healthy), {n: results[n].cause for n in healthy}
     # Crash logs are seldom called healthy: an excerpt cut before its error line (the thread, not the log, says it
     # crashed: vllm-project/vllm#15598 ends on "Capturing cudagraphs for decoding.") reads as a start still under
-    # way, and that is the honest reading of such a tail (a blind reader of the tail alone said so for half of them).
+    # way, and that is the honest reading of such a tail (a blind reader of the tail alone said so for 12 of 20).
     crashes = [name for name, entry in DEV if entry["category"] != "none"]
     called_healthy = [name for name in crashes if results[name].category == "none"]
     assert len(called_healthy) <= CALLED_HEALTHY_MAX * len(crashes), called_healthy

@@ -111,9 +111,9 @@ class DiagnosisRunner:
             try:
                 result = target(log_tail, **kwargs)
             except BaseException as exc:  # handed to the awaiting coroutine, which raises it
-                loop.call_soon_threadsafe(_settle, future, None, exc)
+                _post(loop, future, None, exc)
             else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
+                _post(loop, future, result, None)
 
         threading.Thread(target=work, name="deploybot-diagnose", daemon=True).start()
 
@@ -123,8 +123,8 @@ class DiagnosisRunner:
         function, args = (self._target, (log_tail,)) if self._target else (_run_default, (log_tail, kwargs))
         call_kwargs = kwargs if self._target else {}
         pool.apply_async(function, args, call_kwargs,
-                         callback=lambda result: loop.call_soon_threadsafe(_settle, future, result, None),
-                         error_callback=lambda exc: loop.call_soon_threadsafe(_settle, future, None, exc))
+                         callback=lambda result: _post(loop, future, result, None),
+                         error_callback=lambda exc: _post(loop, future, None, exc))
 
     def _ensure_pool(self) -> Pool:
         with self._pool_lock:
@@ -146,6 +146,18 @@ class DiagnosisRunner:
 
     async def close(self) -> None:
         await asyncio.to_thread(self._kill_pool)
+
+
+def _post(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Diagnosis], result: Diagnosis | None,
+          exc: BaseException | None) -> None:
+    """Hand a finished diagnosis to the loop that asked for it, from the worker's thread; a loop already closed (the
+    bot shut down, or the caller gave up and went) has nobody waiting, so the result is dropped, not raised in the
+    thread."""
+    try:
+        loop.call_soon_threadsafe(_settle, future, result, exc)
+    except RuntimeError:
+        if not loop.is_closed():
+            raise
 
 
 def _settle(future: asyncio.Future[Diagnosis], result: Diagnosis | None, exc: BaseException | None) -> None:

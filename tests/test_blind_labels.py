@@ -1,0 +1,20 @@
+"""The blind second reading (tests/data/crashlogs/blind_labels.json, PROVENANCE.md) is well-formed: every name is a log
+of the corpus, every label a taxonomy id, and the rounds are the two drawings it was made of."""
+
+from __future__ import annotations
+
+import json
+
+from tests.crashcorpus import CRASHLOGS, corpus
+from tools.crashlog_intake import categories
+
+
+def test_every_blind_label_names_a_corpus_log_and_a_taxonomy_category() -> None:
+    labels = json.loads((CRASHLOGS / "blind_labels.json").read_text())
+    names = {name for split in ("dev", "heldout") for name, _ in corpus(split)}
+    allowed = categories()
+    assert len(labels) >= 500
+    assert set(labels) <= names
+    assert all(label["category"] in allowed for label in labels.values())
+    assert all(label["second"] in allowed | {""} for label in labels.values())
+    assert {label["round"] for label in labels.values()} == {"first", "s-z"}
