@@ -160,3 +160,12 @@ def test_a_helper_transformers_moved_is_the_package_version_not_a_too_old_transf
     assert "older or newer" in helper.next_steps[0]
     model_class = diagnose("ImportError: cannot import name 'Qwen3VLForConditionalGeneration' from 'transformers'")
     assert model_class.category == "transformers_too_old"
+
+
+def test_ascend_s_capture_stream_failures_are_the_graph_capture() -> None:
+    # CANN's ACL graph capture (capture_model_utils.cc, api_impl.cc) when the driver cannot allocate a capture stream
+    log = """\
+(Worker_TP3 pid=78100) ERROR 04-20 21:27:00 [multiproc_executor.py:932] RuntimeError: wait for compute device failed
+(Worker_TP3 pid=78100) ERROR 04-20 21:27:00 [multiproc_executor.py:932]        New capture stream failed, stream_id=1987, event_id=[-1->70037].[FUNC:GetCaptureStream][FILE:capture_model_utils.cc][LINE:92]
+(Worker_TP3 pid=78100) ERROR 04-20 21:27:00 [multiproc_executor.py:932]        Capture wait event failed.[FUNC:StreamWaitEvent][FILE:api_impl.cc][LINE:1563]"""
+    assert diagnose(log).category == "cuda_graph_oom"

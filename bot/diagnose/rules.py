@@ -278,6 +278,10 @@ RULES: tuple[Rule, ...] = (
             # Ascend's graph capture (ACL graphs, torch_npu NPUGraph): the runtime's capture calls and its stream
             # resources ("rtStreamBeginCapture execution failed", "Insufficient_Stream_Resources(EL0009)")
             r"|\brtStream(?:Begin|End)Capture\w{0,20} execution failed|\bInsufficient_Stream_Resources\b|\bEL0009\b"
+            # ... and the runtime's capture streams themselves ("New capture stream failed", "Create capture stream
+            # failed", "Capture wait event failed" [FILE:capture_model_utils.cc / api_impl.cc], vllm-project/vllm-ascend
+            # #9564: the driver could not allocate another capture stream)
+            r"|\b(?:New|Create) capture stream failed\b|\bCapture wait event failed\b"
             r"|cudaErrorStreamCapture\w{1,40}"
             # the CUDA runtime's texts of the capture errors (cudaGetErrorString: 901 "operation failed due to a
             # previous error during capture", microsoft/vllm-windows#5; 906/907 name "a capturing (blocking) stream")
