@@ -169,3 +169,59 @@ def test_ascend_s_capture_stream_failures_are_the_graph_capture() -> None:
 (Worker_TP3 pid=78100) ERROR 04-20 21:27:00 [multiproc_executor.py:932]        New capture stream failed, stream_id=1987, event_id=[-1->70037].[FUNC:GetCaptureStream][FILE:capture_model_utils.cc][LINE:92]
 (Worker_TP3 pid=78100) ERROR 04-20 21:27:00 [multiproc_executor.py:932]        Capture wait event failed.[FUNC:StreamWaitEvent][FILE:api_impl.cc][LINE:1563]"""
     assert diagnose(log).category == "cuda_graph_oom"
+
+
+def test_a_launcher_s_own_cli_refusing_a_positional_argument_is_an_argument() -> None:
+    # argparse's format for a positional ("prog: error: argument command: invalid choice: ...", Lib/argparse.py)
+    result = diagnose("TRL CLI: error: argument command: invalid choice: 'vllm-serve' (choose from 'chat', 'env', "
+                      "'vllm-serve2')")
+    assert result.category == "bad_argument"
+    assert "vllm-serve" in result.cause
+
+
+def test_an_attention_backend_the_launch_selected_and_the_model_refuses_is_the_setting() -> None:
+    # vllm/platforms/cuda.py get_attn_backend_cls
+    result = diagnose("(EngineCore pid=149) ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid "
+                      "for this configuration. Reason: ['attention sinks not supported']")
+    assert (result.category, result.alternatives) == ("bad_argument", ["cuda_arch_or_driver"])
+    assert "VLLM_ATTENTION_BACKEND" in result.next_steps[0] and "FLASHINFER" in result.next_steps[0]
+
+
+def test_an_inspection_failure_of_several_architectures_inside_pydantic_s_wrapping_is_the_architecture() -> None:
+    # vLLM's ModelConfig is a pydantic dataclass from 0.10: its ValueError reaches the log as "Value error, ..."
+    log = """\
+pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig
+  Value error, Model architectures ['Qwen3ForCausalLM', 'TransformersForCausalLM'] failed to be inspected. Please \
+check the logs for more details. [type=value_error, input_value=ArgsKwargs((), {'model': ...}), input_type=ArgsKwargs]
+    For further information visit https://errors.pydantic.dev/2.11/v/value_error"""
+    result = diagnose(log)
+    assert result.category == "unsupported_architecture"
+    assert "Qwen3ForCausalLM" in result.cause
+
+
+def test_a_kernel_built_for_one_architecture_only_is_the_gpu() -> None:
+    result = diagnose("This kernel only supports sm120.\ncudaErrorLaunchFailure: unspecified launch failure")
+    assert result.category == "cuda_arch_or_driver"
+    assert diagnose("SGLang only supports sm75 and above").category == "cuda_arch_or_driver"
+
+
+def test_a_bare_cuda_error_name_ends_a_start_as_a_crash() -> None:
+    result = diagnose("INFO 05-01 10:00:00 [gpu_model_runner.py:1] Starting to load model /m...\n"
+                      "cudaErrorLaunchFailure: unspecified launch failure")
+    assert result.category != "none"
+
+
+def test_an_error_the_tail_ends_on_after_the_server_came_up_is_not_called_no_error() -> None:
+    # (ms-swift's rollout server: vLLM is up, then a worker call fails and the paste ends there)
+    log = """\
+INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)
+INFO:     10.0.0.3:42122 - "GET /health/ HTTP/1.1" 200 OK
+[ERROR:swift] Method execution failed: collective_rpc
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.10/site-packages/vllm/engine/async_llm_engine.py", line 535, in collective_rpc_async
+    raise NotImplementedError
+NotImplementedError"""
+    result = diagnose(log)
+    assert result.category == "none" and result.confidence <= 0.5
+    assert "no error follows" not in result.cause
+    assert "/health" in result.next_steps[0]

@@ -74,6 +74,11 @@ GPU_RULES: tuple[Rule, ...] = (
     Rule("min_capability_named", "cuda_arch_or_driver",
          _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),
+    # A kernel built for one architecture only ("This kernel only supports sm120." on a GB10, sm_121: a prebuilt
+    # kernel's own check, eugr/spark-vllm-docker#143), not a minimum.
+    Rule("sm_only", "cuda_arch_or_driver",
+         _r(r"\bonly supports? (?:sm|SM)_?(\d{2,3})[af]?\b(?!\s{0,3}(?:and|or|\+|/|,))"), 73, 0.75,
+         "this kernel is built for sm_{0} only, and this GPU is another architecture", kind="capability"),
     # The engine's own minimum ("SGLang only supports sm 75 and above", "requires sm_80 or newer").
     Rule("sm_minimum", "cuda_arch_or_driver",
          _r(r"\b(?:only supports?|requires?|needs?) (?:an? )?(?:GPUs? )?(?:with )?(?:sm|SM) ?_?(\d{2,3})\w? ?(?:and\s{1,3}(?:above|"

@@ -93,14 +93,23 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
     return health
 
 
-def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None) -> Diagnosis:
+def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None,
+                      error_last: LogLine | None = None) -> Diagnosis:
+    """``error``: an error the server outlived (it served after it); ``error_last``: an error after the server came
+    up on which the tail ends, so whether it outlived it is not in the log."""
     # Proof of life first (the server listens, answers, decodes), then the error it survived.
-    alive = (health.listening or health.ready, health.served, health.decode_line, error)
+    alive = (health.listening or health.ready, health.served, health.decode_line, error or error_last)
     evidence = [line for line in alive if line is not None]
     if error is not None:
         cause = "an error was logged but the server kept serving after it"
         confidence = 0.6
         steps = [f"keep an eye on line {error.number}; nothing to relaunch"]
+    elif error_last is not None:
+        cause = ("the server came up, then an error was logged and the tail ends on it: one request's error, or the "
+                 "server's crash; the log does not say which")
+        confidence = 0.5
+        steps = [f"ask the server's /health (or send one request): if it answers, line {error_last.number} was one "
+                 f"request's error; if not, that line is the crash"]
     elif health.decode is not None:
         d = health.decode
         extra = f", accept length {d.accept_len:.2f}" if d.accept_len is not None else ""

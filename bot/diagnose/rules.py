@@ -59,7 +59,9 @@ RULES: tuple[Rule, ...] = (
          _r(r"error: argument --quantization(?:/-q)?: invalid choice: '([\w-]+)'"), 91, 0.85,
          "this engine build does not know the quantization method '{0}'", kind="unknown", unsure=("bad_argument",)),
     Rule("argparse_invalid", "bad_argument",
-         _r(r"(?:error: |^)argument (--?[\w-]+)(?:/--?[\w-]+)*: (\S.{0,300})"),
+         # (a positional argument too, as a launcher's own CLI words it: "TRL CLI: error: argument command: invalid
+         # choice: 'vllm-serve' (choose from ...)", huggingface/trl#3139)
+         _r(r"(?:error: |^)argument (--?[\w-]+|(?<=error: argument )[a-z][\w-]{0,40})(?:/--?[\w-]+)*: (\S.{0,300})"),
          90, 0.95, "invalid value for {0}: {1}"),
     Rule("argparse_required", "bad_argument", _r(r"error: the following arguments are required: (.+)"), 90, 0.95,
          "missing required argument(s): {0}"),
@@ -390,6 +392,8 @@ ERROR_SHAPED = re.compile(
     r"|(?:^|[\s(\[:'\"])Exception(?::|\(|\s*$)"
     r"|Traceback \(most recent call last\)|\b(?:error|Error|ERROR)\b ?[:\]]|\bFAILED\b|\bfatal(?: error)?:"
     r"|\bpanicked at\b|^Aborted\b|core dumped|\bwhat\(\): |Assertion [`'][^\n]{0,300}[`'] failed"
+    # the CUDA runtime's and driver's error names as C++ code prints them ("cudaErrorLaunchFailure: ...")
+    r"|\bcuda(?:Error|_ERROR_)[A-Za-z_]{2,60}\b"
     r"|^E\d{4} \d\d:\d\d|returned non-zero exit status [1-9]|exit(?:ed)? with (?:code|status) [1-9]"
     r"|^\s*raise [A-Z]\w{0,60}|^File \"[^\"]{1,500}\", line \d{1,7}|^[\s~]{0,200}\^{3,}[\s~^]{0,400}$"
     r"|The above exception was the direct cause|During handling of the above exception"

@@ -234,6 +234,18 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
     return _last_errors(lines, errors, framing, first) or _consequence_only(framing, self_kill)
 
 
+def error_after_ready(lines: list[LogLine], health: Health) -> LogLine | None:
+    """The last error line logged after the server came up with nothing alive after it: the tail ends on it, so it
+    may be one request's error or the crash (``unrecognised`` reads it as a request's; the verdict must say which it
+    cannot tell)."""
+    if health.ready_pos < 0:
+        return None
+    errors, _ = _error_lines(lines)
+    late = [line for pos, line in errors if pos not in health.routine and pos > health.ready_pos
+            and pos > health.alive_pos]
+    return late[-1] if late else None
+
+
 #: An import that failed anywhere before the engine gave up on a model (a module, a compiled extension).
 _FAILED_IMPORT = re.compile(r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'|"
                             + _LOADER_REFUSED)

@@ -31,6 +31,11 @@ def _setting_step(text: str, s: PlanView) -> str:
             + (" (the plan passes " + ", ".join(given) + ")" if given else ""))
 
 
+#: vLLM's flag for the attention backend: in the captured parsers of 0.17.0 and later, not in 0.11.0's
+#: (bot/simhost/enginehelp), where only the VLLM_ATTENTION_BACKEND variable chooses it.
+ATTENTION_BACKEND_FLAG = "--attention-backend (vLLM 0.17 and later among the captured releases)"
+
+
 def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
     text = f.decisive.text if f.decisive else ""
     steps: list[str] = []
@@ -78,6 +83,11 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                         ": lower --tensor-parallel-size x --pipeline-parallel-size to the GPUs visible")
                      + ", or give the container/pod that many (CUDA_VISIBLE_DEVICES, nvidia.com/gpu, the Ray cluster)")
         return steps, None
+    elif f.kind == "attention_backend":
+        backend = f.match.group(1) if f.match is not None else "the selected backend"
+        steps.append(f"{backend} cannot run this model or GPU (the engine's reason is quoted): unset the backend "
+                     f"(VLLM_ATTENTION_BACKEND, or {ATTENTION_BACKEND_FLAG}) so the engine picks one that can, "
+                     f"or select one the reason does not rule out")
     elif f.match is not None and f.rule == "enum_value_invalid":
         steps.append(f"'{f.match.group(1)}' is not a {f.match.group(2)} this build knows (the values are an enum of "
                      f"the installed release): pick one the engine's --help lists for that setting, or upgrade the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from bot.diagnose.advice.arguments import ATTENTION_BACKEND_FLAG
 from bot.diagnose.advice.plan_view import PlanView, exception_message, gib, gpu_words
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
@@ -26,8 +27,8 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
                      f"release or mode that does not compile kernels with it)")
     elif f.kind == "fa_version":
         steps.append(f"FlashAttention 2 needs compute capability 8.0 (FA3: 9.0) and {gpu or 'this GPU'} is older: "
-                     f"pick an attention backend it runs (vLLM: VLLM_ATTENTION_BACKEND, --attention-backend from "
-                     f"0.20; a Triton or FlexAttention backend), or run on a newer GPU")
+                     f"pick an attention backend it runs (vLLM: VLLM_ATTENTION_BACKEND, or {ATTENTION_BACKEND_FLAG}; "
+                     f"a Triton or FlexAttention backend), or run on a newer GPU")
     elif f.kind == "kernel_arch":
         text = f.decisive.text if f.decisive else ""
         steps.append(f"a kernel library has no kernels for {gpu or 'this GPU'}'s architecture "

@@ -170,9 +170,18 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"The number of required GPUs exceeds the total number of available GPUs in the (?:cluster|placement "
                  r"group)"), 74, 0.8,
               "the tensor/pipeline-parallel sizes ask for more GPUs than the engine can see", kind="gpu_count"),
+    # The attention backend a launch selected refusing the configuration (vllm/platforms/cuda.py get_attn_backend_cls:
+    # "Selected backend {backend} is not valid for this configuration. Reason: {invalid_reasons}";
+    # vllm-project/flash-attention#2336: FLASHINFER and attention sinks): the backend choice is the setting to change.
+    CrashRule("attention_backend_invalid", "bad_argument",
+              _r(r"Selected backend (?:AttentionBackendEnum\.|_Backend\.)?(\w{1,60}) is not valid for this "
+                 r"configuration\.?(?: Reason: ([^\n]{1,200}))?"), 76, 0.75,
+              "the attention backend this launch selected ({0}) cannot run this model or GPU: {1}",
+              kind="attention_backend", unsure=("cuda_arch_or_driver",)),
     # ------------------------------------------------------------------ its model registry and fallback class
     CrashRule("architecture_inspection_failed", "unsupported_architecture",
-              _r(r"Model architectures? \[?'?([\w.]{1,120})'?\]? failed to be inspected"
+              # (one architecture or a list: "['Qwen3ForCausalLM', 'TransformersForCausalLM'] failed to be inspected")
+              _r(r"Model architectures? \[?'?([\w.]{1,120}(?:'?, '?[\w.]{1,120}){0,7})'?\]? failed to be inspected"
                  r"|Error in inspecting model architecture '([\w.]{1,120})'"),
               62, 0.75, "vLLM could not load its implementation of {0}{1} (the architecture failed to be inspected)",
               kind="inspect", unsure=("missing_dependency",)),
