@@ -56,6 +56,7 @@ PASTES: dict[str, Callable[[str], str]] = {
     "cat -n": _numbered,
     "one json string": lambda log: json.dumps({"level": "error", "log": log}),
     "python repr": lambda log: f"stderr: {(log + chr(10)).encode()!r}",  # (captured output ends in a newline)
+    "markdown code fence": lambda log: f"```log\n{log}\n```",
 }
 
 

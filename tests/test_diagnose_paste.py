@@ -29,6 +29,7 @@ WRAPPINGS: dict[str, Callable[[str], str]] = {
     "editor gutter": lambda log: "\n".join(f"{n} | {line}" for n, line in enumerate(log.split("\n"), start=120)),
     "one json string": lambda log: json.dumps({"ts": "2025-06-01T10:00:00Z", "log": log}),
     "python repr": lambda log: f"server exited (code 1), stderr: {(log + chr(10)).encode()!r}",
+    "markdown code fence": lambda log: f"```log\n{log}\n```",
 }
 
 
@@ -83,3 +84,11 @@ def test_evidence_in_a_squashed_log_names_the_line_that_held_it() -> None:
     result = diagnose(pasted)
     assert result.category == "port_in_use"
     assert result.evidence[0].line == 2
+
+
+def test_a_line_in_markdown_emphasis_or_inline_code_reads_as_the_line() -> None:
+    assert undo_paste("[rank1]: **RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4)**") == [
+        (1, "[rank1]: RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4)")]
+    assert undo_paste("`ValueError: bad`") == [(1, "ValueError: bad")]
+    # (marks inside a line are the line's own: an option quoted in a message, a product's **bold** name)
+    assert undo_paste("use `--model` here\n**a** and **b**") == [(1, "use `--model` here"), (2, "**a** and **b**")]

@@ -8,7 +8,8 @@ says it: one line that starts with ``>`` or ``12`` proves nothing, every line do
 Where each comes from, as people paste crash logs:
 - entities: Slack's message text escapes ``&``, ``<`` and ``>`` (api.slack.com/reference/surfaces/formatting,
   "Escaping text"); a page's HTML source or an e-mail digest escapes quotes too (``&quot;``, ``&#39;``);
-- ``> `` quotes: GitHub and Slack Markdown quote blocks, e-mail replies;
+- ``> `` quotes: GitHub and Slack Markdown quote blocks, e-mail replies; a line in ``**bold**`` or `` `code` ``, a
+  code fence's own line;
 - line numbers: ``cat -n``, ``less -N``, an editor's gutter copied with the text (``12 | ...``, ``12: ...``);
 - escaped newlines: a traceback inside one JSON string (``{"log": "Traceback ...\\n  File ..."}``) or a Python
   ``repr`` of a child's output (``stderr: b'...\\n...'``), as RL frameworks and job runners print them.
@@ -52,6 +53,7 @@ def undo_paste(text: str) -> list[tuple[int, str]]:
         if undone == text:
             break
         text = undone
+    text = "\n".join(_unmarked(line) for line in text.split("\n"))
     blob = _json_blob(text)
     if blob is not None:
         return [(1, line) for line in blob.split("\n")]
@@ -63,6 +65,21 @@ def undo_paste(text: str) -> list[tuple[int, str]]:
         out += [(number, piece) for piece in pieces]
         previous = line if line.strip() else previous
     return out
+
+
+#: A whole line wrapped in Markdown emphasis or inline code ("**RuntimeError: ...**", "`ValueError: ...`"), and a code
+#: fence's own line: GitHub and Slack render them, a paste keeps the marks.
+#: (after a rank's or a process's tag, which the launcher wrote before the mark: "[rank1]: **RuntimeError: ...**")
+_WRAPPED = re.compile(r"^(\s{0,8}(?:\[rank\d{1,5}\]:\s?|\([\w.-]{1,40}(?: rank=\d{1,5})? pid=\w{1,10}\)\s)?)(\*\*|__|`)"
+                      r"(?=\S)(.{1,4000}?)(?<=\S)\2\s*$")
+_FENCE = re.compile(r"^\s{0,8}(?:```|~~~)[\w+.-]{0,20}\s*$")
+
+
+def _unmarked(line: str) -> str:
+    if _FENCE.match(line):
+        return ""
+    wrapped = _WRAPPED.match(line)
+    return wrapped.group(1) + wrapped.group(3) if wrapped and wrapped.group(2) not in wrapped.group(3) else line
 
 
 def _json_blob(text: str) -> str | None:

@@ -48,7 +48,10 @@ _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:support
                     r"|is (?:greater|larger|bigger|smaller|less) than|when enabling"
                     # an option given the wrong way ("With `vllm serve`, you should provide the model as a positional
                     # argument or in a config file instead of via the `--model` option", vllm/entrypoints/cli/serve.py)
-                    r"|should (?:provide|pass|use|set|specify)|instead of)\b")
+                    r"|should (?:provide|pass|use|set|specify)|instead of"
+                    # sizes that must agree ("world_size (8) is not equal to tensor_model_parallel_size (4) x
+                    # pipeline_model_parallel_size (1)", torch / vLLM parallel_state)
+                    r"|is not equal to|must (?:be )?equal(?: to)?)\b")
 
 #: What a check's message may name that is another category's: the drafter, a package, the GPU generation, the
 #: tensor-parallel split. Raised by the same argument and quantization checks (sglang/srt/server_args.py: "Spec v2
