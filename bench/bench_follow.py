@@ -153,7 +153,8 @@ async def follow_all(cfg: HostConfig, floor_cfg: HostConfig, python: str, args: 
             deployments.append(dep)
         floor = start_floor(floor_cfg, [d.handle.log_path if d.handle else "" for d in deployments], work)
         try:
-            return await follow_with_floor(backend, store, deployments, floor, launch_s, args, listener)
+            result = await follow_with_floor(backend, store, deployments, floor, launch_s, args, listener)
+            return {**result, "connects": remote.connects, "round_trips": remote.round_trips}
         finally:
             if floor.poll() is None:  # an error or an interrupt on the way: the floor goes too
                 floor.kill()
@@ -200,7 +201,7 @@ async def follow_with_floor(backend: ProcessBackend, store: Store, deployments: 
         "ended": sum(1 for o in outcomes if o.state == "crashed" and o.exit_code == 0),
         "excerpts": sum(t.excerpts for t in threads), "excerpt_lines": sum(t.lines for t in threads),
         "omitted": sum(t.omitted for t in threads), "other_events": sorted({k for t in threads for k in t.other}),
-        "connects": remote.connects, "round_trips": remote.round_trips, "floor": floor_result,
+        "floor": floor_result,
         "profile": profile_text(profiler) if profiler is not None else None,
         "per_line_us": per_line_costs(Path(deployments[0].handle.log_path if deployments[0].handle else "")),
     }

@@ -281,7 +281,7 @@ class SlackUser:
 
 
 async def bot_round(user: SlackUser, app: App, *, new_connection: bool) -> BotRun:
-    if new_connection and (closed := await app.ask("drop")) < 1:
+    if new_connection and await app.ask("drop") < 1:
         raise RuntimeError("no SSH connection was open to close: the bot's would not be a new one")
     await app.ask("trace")  # forget what ran before
     post_at, ack_s, pid_s, pid, thread, since = await user.deploy_to_pid()
