@@ -225,3 +225,26 @@ NotImplementedError"""
     assert result.category == "none" and result.confidence <= 0.5
     assert "no error follows" not in result.cause
     assert "/health" in result.next_steps[0]
+
+
+def test_a_c10d_store_socket_timing_out_is_the_communication() -> None:
+    # torch/csrc/distributed/c10d/socket.cpp, logged at W by every rank that waits
+    line = ("[rank5]:[W806 22:23:09.970704950 socket.cpp:487] [c10d] waitForInput: socket SocketImpl(fd=109, "
+            "addr=[::ffff:10.0.0.2]:38948, remote=[::ffff:10.0.0.2]:47904) timed out after 1800000ms")
+    assert diagnose(line).category == "nccl_error"
+
+
+def test_an_attention_backend_refusing_the_kv_cache_dtype_is_the_kv_quantization() -> None:
+    text = ("ValueError: MLA kv_data_type torch.uint8 is not supported. Supported dtypes: [torch.bfloat16, "
+            "torch.float16]")
+    plain = diagnose(text)
+    assert plain.category == "quantization_unsupported" and plain.fix is None
+    planned = diagnose(text, command="vllm serve org/model --kv-cache-dtype fp8")
+    assert planned.fix is not None and planned.fix.overrides.remove_args == ["--kv-cache-dtype"]
+
+
+def test_a_settings_check_names_only_flags_the_engines_have() -> None:
+    result = diagnose("ValueError: max_num_seqs must be at most 256 when enable_chunked_prefill is set")
+    assert "--max-num-seqs" in result.next_steps[0]
+    odd = diagnose("ValueError: block_table_width must be set when max_num_seqs is set")
+    assert "--block-table-width" not in odd.next_steps[0] and "--max-num-seqs" in odd.next_steps[0]

@@ -66,6 +66,9 @@ COMM_RULES: tuple[Rule, ...] = (
     Rule("collective_timeout", "nccl_error",
          _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
             r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"
-            r"|\bBarrier [\w ]{0,30}timed out"),
+            r"|\bBarrier [\w ]{0,30}timed out"
+            # torch's c10d store socket waiting for a peer that never came (torch/csrc/distributed/c10d/socket.cpp:
+            # "[c10d] waitForInput: socket SocketImpl(...) timed out after 1800000ms", vllm-project/vllm-ascend#2248)
+            r"|\[c10d\] waitForInput: socket\b[^\n]{0,300}\btimed out after \d{1,10} ?ms"),
          50, 0.7, "a multi-GPU collective timed out (one rank stalled or died)", kind="timeout", any_level=True),
 )

@@ -21,5 +21,8 @@ def _keywords() -> list[str]:
     return sorted(names, key=lambda name: (-len(name), name))
 
 
-#: An alternation of the names, for rule patterns.
-ENGINE_KEYWORDS = "|".join(re.escape(name) for name in _keywords())
+_NAMES = _keywords()
+#: The names, for a look-up (a field a check names is a flag only when it is one of these) ...
+ENGINE_KEYWORD_SET = frozenset(_NAMES)
+#: ... and as an alternation, for rule patterns.
+ENGINE_KEYWORDS = "|".join(re.escape(name) for name in _NAMES)

@@ -71,6 +71,15 @@ LIBRARY_RULES: tuple[Rule, ...] = (
          r(r"is not divisible by (?:min_thread_[kn]|group_size|tile_size|block_size)\b|Consider reducing "
            r"tensor_parallel_size"), 80, 0.85,
          "at this TP a weight slice is not a multiple of the kernel's tile / group size", kind="block"),
+    # An attention backend refusing the KV cache's dtype: an FP8 KV cache (--kv-cache-dtype fp8, stored as uint8)
+    # its kernels do not take ("MLA kv_data_type torch.uint8 is not supported. Supported dtypes: [torch.bfloat16,
+    # torch.float16]", vllm-project/vllm#57713; "kv_cache_dtype fp8_e5m2 is not supported by the FlashAttention
+    # backend").
+    Rule("kv_cache_dtype_unsupported", "quantization_unsupported",
+         r(r"\bkv[_ ](?:cache[_ ])?(?:data[_ ]type|dtype):? '?([\w.]{1,40})'? (?:is )?(?:not supported|unsupported)\b"),
+         72,
+         0.7, "the attention backend does not take this KV-cache dtype ({0})", kind="kv_dtype",
+         unsure=("bad_argument",)),
     Rule("extension_op_missing", "missing_dependency",
          r(r"_OpNamespace'? '?[\w.]{1,80}'? object has no attribute '(\w{1,80})'|No such operator ([\w:]{1,120})"),
          62, 0.6, "the engine's compiled extension has no op {0}{1}: a build for another platform, torch or CUDA",

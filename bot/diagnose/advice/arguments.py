@@ -6,6 +6,7 @@ import re
 import shlex
 
 from bot.diagnose.advice.plan_view import PlanView, argv_value_of, exception_message
+from bot.diagnose.engine_keywords import ENGINE_KEYWORD_SET
 from bot.diagnose.types import Advice, Finding
 from bot.diagnose.vocabulary_rules import flags_named_in_prose
 from bot.models import Fix, PlanOverrides
@@ -21,6 +22,8 @@ def _setting_step(text: str, s: PlanView) -> str:
     flags = []
     for name in _SETTING_NAME.findall(message):
         flag = name if name.startswith("--") else "--" + name.replace("_", "-")
+        if not name.startswith("--") and name not in ENGINE_KEYWORD_SET:
+            continue  # a field of the engine's code, not one of its flags ("kv_data_type" is no --kv-data-type)
         if flag not in flags:
             flags.append(flag)
     flags += [flag for flag in flags_named_in_prose(message) if flag not in flags]

@@ -100,6 +100,13 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
                  f"the engine does not support this quantization for this model or for one of its layers (an MoE "
                  f"router gate, a shared expert, a vision tower); use a checkpoint quantized with a method the "
                  f"engine lists for this architecture, a release that added it, or the bf16 checkpoint"], None)
+    if f.kind == "kv_dtype":
+        given = any(token.split("=", 1)[0] == "--kv-cache-dtype" for token in s.argv)
+        return (["the attention backend cannot keep the KV cache in this dtype (an FP8 KV cache is stored as uint8): "
+                 "drop --kv-cache-dtype so the cache uses the model's dtype, or pick an attention backend that "
+                 "supports FP8 KV caches" + (" (the plan passes --kv-cache-dtype)" if given else "")],
+                Fix(summary="drop --kv-cache-dtype", overrides=PlanOverrides(remove_args=["--kv-cache-dtype"]))
+                if given else None)
     if f.kind == "kernel_shape":
         return (["on one GPU a weight of this model is not a multiple of the quantized kernel's tile: run the "
                  "checkpoint with another of the engine's kernels for its method (the message names one, e.g. "
