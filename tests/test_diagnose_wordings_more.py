@@ -248,3 +248,33 @@ def test_a_settings_check_names_only_flags_the_engines_have() -> None:
     assert "--max-num-seqs" in result.next_steps[0]
     odd = diagnose("ValueError: block_table_width must be set when max_num_seqs is set")
     assert "--block-table-width" not in odd.next_steps[0] and "--max-num-seqs" in odd.next_steps[0]
+
+
+_PKG = "/usr/local/lib/python3.10/dist-packages"
+
+
+def test_an_exception_raised_while_a_package_is_imported_is_that_package() -> None:
+    # (an AttributeError from lightop/__init__.py reading its runtime's version, gpustack/gpustack#5305)
+    log = f"""\
+Traceback (most recent call last):
+  File "{_PKG}/vllm/v1/attention/backends/mla/indexer.py", line 18, in <module>
+    from lightop import gemmopt
+  File "{_PKG}/lightop/__init__.py", line 20, in <module>
+    dtk_version = get_dtk_version(ROCM_HOME)
+  File "{_PKG}/lightop/__init__.py", line 16, in get_dtk_version
+    dtk_version = ''.join(dtk_version.split('.'))
+AttributeError: 'NoneType' object has no attribute 'split'"""
+    assert diagnose(log).category == "missing_dependency"
+
+
+def test_a_module_run_with_python_m_is_not_an_import() -> None:
+    log = f"""\
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/runpy.py", line 86, in _run_code
+    exec(code, run_globals)
+  File "{_PKG}/vllm/entrypoints/openai/api_server.py", line 900, in <module>
+    uvloop.run(run_server(args))
+  File "{_PKG}/uvloop/__init__.py", line 82, in run
+    return loop.run_until_complete(wrapper())
+AttributeError: 'NoneType' object has no attribute 'split'"""
+    assert diagnose(log).category != "missing_dependency"

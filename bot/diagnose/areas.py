@@ -188,10 +188,34 @@ def _chain(exc: RaisedException | None) -> list[RaisedException]:
     return out
 
 
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+_IMPORTS = re.compile(r"^\s*(?:from [\w.]{1,200} import\b|import [\w.]{1,200})")
+
+
+def _raised_at_import(exc: RaisedException) -> bool:
+    """The exception was raised while an installed package was being imported: one of the innermost frames is a
+    module's top level (``<module>``) under site-packages, and not the traceback's own entry point. Whatever its class
+    (an AttributeError in lightop/__init__.py reading a version, gpustack/gpustack#5305), that package does not import
+    here."""
+    inner = exc.innermost(4)
+    for index, frame in enumerate(exc.frames):
+        if index == 0 or frame not in inner or frame.function != "<module>" or not _INSTALLED.search(frame.path):
+            continue
+        caller = exc.frames[index - 1]
+        # (imported, not run: the frame above it is an import statement or importlib's own machinery; a module run
+        # with python -m is a <module> frame too, called from runpy)
+        if _IMPORTS.match(caller.code) or "importlib" in caller.path:
+            return True
+    return False
+
+
 def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> tuple[int, bool]:
     """(score, whether any of it is where the exception was raised)."""
     score, placed = 0, False
     for exc in chain:
+        if area.category == "missing_dependency" and exc.frames and _raised_at_import(exc):
+            # (weighed above a file path alone: where an import failed says more than which package it was in)
+            score, placed = score + _INNER_FRAME + _MESSAGE, True
         if area.frames is not None:
             frames = [f"{frame.path} {frame.function}" for frame in exc.innermost(8)]
             if frames:  # the call the innermost frame was making is where it was raised (a cut traceback's too)
