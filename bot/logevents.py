@@ -39,6 +39,8 @@ _COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
 _PROCESS_TAG = re.compile(r"^\((?:[^()\s]+\s+)?(?:rank=\d+\s+)?pid=(?:\d+|\.{3}|x{1,8}|\*{1,8}|<\w{1,10}>)"
                           r"(?:,\s*ip=[\w.*:-]{1,40})?\)\s*")
 _RANK_TAG = re.compile(r"^\[rank\d+\]:\s?")
+#: (the tags a launcher writes before a line, for the whole-paste reader's use: bot/diagnose/paste.py)
+PROCESS_TAG, RANK_TAG = _PROCESS_TAG, _RANK_TAG
 _ISO_TS = re.compile(r"^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?\s*")
 _SGLANG_TS = re.compile(r"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:[.,](\d+))?(?:\s+[A-Z]{1,4}\d+)*\]\s*")
 _VLLM_LEVEL = re.compile(

@@ -21,7 +21,7 @@ import html
 import json
 import re
 
-from bot.logevents import strip_ansi
+from bot.logevents import PROCESS_TAG, RANK_TAG, strip_ansi
 
 #: One real entity is enough: logs do not write ``&lt;`` of their own.
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,6}|#x[0-9a-fA-F]{1,6});")
@@ -70,8 +70,9 @@ def undo_paste(text: str) -> list[tuple[int, str]]:
 #: A whole line wrapped in Markdown emphasis or inline code ("**RuntimeError: ...**", "`ValueError: ...`"), and a code
 #: fence's own line: GitHub and Slack render them, a paste keeps the marks.
 #: (after a rank's or a process's tag, which the launcher wrote before the mark: "[rank1]: **RuntimeError: ...**")
-_WRAPPED = re.compile(r"^(\s{0,8}(?:\[rank\d{1,5}\]:\s?|\([\w.-]{1,40}(?: rank=\d{1,5})? pid=\w{1,10}\)\s)?)(\*\*|__|`)"
-                      r"(?=\S)(.{1,4000}?)(?<=\S)\2\s*$")
+#: (the normaliser's own patterns for those tags, bot/logevents.py)
+_WRAPPED = re.compile(r"^(\s{0,8}(?:" + RANK_TAG.pattern.lstrip("^") + "|" + PROCESS_TAG.pattern.lstrip("^") + r")?)"
+                      r"(\*\*|__|`)(?=\S)(.{1,4000}?)(?<=\S)\2\s*$")
 _FENCE = re.compile(r"^\s{0,8}(?:```|~~~)[\w+.-]{0,20}\s*$")
 
 

@@ -7,6 +7,8 @@ import shlex
 
 from bot.diagnose.advice.plan_view import PlanView, argv_value_of, exception_message
 from bot.diagnose.engine_keywords import ENGINE_KEYWORD_SET
+from bot.diagnose.flag_history import captured_options
+from bot.simhost.captures import captured_versions
 from bot.diagnose.types import Advice, Finding
 from bot.diagnose.vocabulary_rules import flags_named_in_prose
 from bot.models import Fix, PlanOverrides
@@ -34,9 +36,16 @@ def _setting_step(text: str, s: PlanView) -> str:
             + (" (the plan passes " + ", ".join(given) + ")" if given else ""))
 
 
-#: vLLM's flag for the attention backend: in the captured parsers of 0.17.0 and later, not in 0.11.0's
-#: (bot/simhost/enginehelp), where only the VLLM_ATTENTION_BACKEND variable chooses it.
-ATTENTION_BACKEND_FLAG = "--attention-backend (vLLM 0.17 and later among the captured releases)"
+def _first_captured_with(engine: str, flag: str) -> str | None:
+    """The first captured release of ``engine`` whose parser has ``flag`` (bot/simhost/enginehelp)."""
+    return next((version for version in captured_versions(engine) if flag in captured_options(engine, version)), None)
+
+
+#: vLLM's flag for the attention backend, with the first captured release that has it (older releases choose the
+#: backend through the VLLM_ATTENTION_BACKEND variable only).
+ATTENTION_BACKEND_FLAG = "--attention-backend" + (
+    f" (vLLM {first} and later among the captured releases)"
+    if (first := _first_captured_with("vllm", "--attention-backend")) else "")
 
 
 def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
