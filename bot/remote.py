@@ -12,6 +12,7 @@ import logging
 import os
 import shlex
 import signal
+import subprocess
 from collections import Counter as Tally
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -64,6 +65,20 @@ def remote_command(argv: list[str]) -> str:
     return " ".join(remote_arg(a) for a in argv)
 
 
+def _shell_execs(argv: list[str]) -> str:
+    """The command for ``sh -c`` (which expands ``~``), with the shell replaced by the program: a kill of the pid
+    asyncio knows (a stream cancelled while asyncio still connects its pipes, which then waits for them to close)
+    reaches the program itself, not only a shell that would leave it running."""
+    return "exec " + remote_command(argv)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 class Remote(Protocol):
     host: str
     round_trips: int
@@ -84,18 +99,22 @@ class LocalRemote:
 
     async def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> RunResult:
         self.round_trips += 1
-        proc = await asyncio.create_subprocess_exec(
-            "sh", "-c", remote_command(argv),
-            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        # Started here and waited for in a thread, in a process group of its own: a cancel or a timeout kills the
+        # command and all it started at once, and returns at once. (asyncio's subprocess, cancelled while it still
+        # connects the pipes, waits for the child to close them: a shutdown during a discovery probe waited ~10 s.)
+        proc = subprocess.Popen(["sh", "-c", remote_command(argv)], start_new_session=True,
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            out, err = await asyncio.wait_for(proc.communicate(input.encode() if input is not None else None), timeout)
-        except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
+            out, err = await asyncio.to_thread(proc.communicate, input.encode() if input is not None else None,
+                                               timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            await asyncio.to_thread(proc.communicate)
             raise RemoteError(f"{self.host}: command timed out after {timeout:.0f} s") from None
+        except BaseException:
+            _kill_group(proc)
+            raise
         return RunResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
     async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncGenerator[str, None]:
@@ -103,7 +122,7 @@ class LocalRemote:
         # Its own process group: closing the stream ends the command and everything it started (a plain kill
         # would end only `sh`, and dash does not exec its last command, so the agent would live on).
         proc = await asyncio.create_subprocess_exec(
-            "sh", "-c", remote_command(argv),
+            "sh", "-c", _shell_execs(argv),
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
