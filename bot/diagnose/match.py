@@ -102,7 +102,7 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
         quiet = line.level in ("DEBUG", "INFO", "WARNING")
         joined = continued(lines, pos)
         for rule in rules:
-            if quiet and not rule.any_level:
+            if (quiet and not rule.any_level) or (rule.level is not None and line.level != rule.level):
                 continue
             text = line.text
             match = rule.pattern.search(text)

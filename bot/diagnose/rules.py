@@ -39,6 +39,8 @@ PHASE_LOOKBACK = 80
 PHASE_LOOKAHEAD = 8
 #: How far above a line a rule's ``context`` must be found.
 CONTEXT_LINES = 12
+#: "<function> not in lib<x>.so": a library loaded without a symbol the caller resolves by name.
+MISSING_SYMBOL = r(r"\b(\w{3,80})(?: or \w{3,80})? not in (lib[\w.+-]{1,60}\.so)\b")
 
 
 _r = r
@@ -233,6 +235,12 @@ RULES: tuple[Rule, ...] = (
          _r(r"undefined symbol: (cu[A-Z][A-Za-z0-9_]{2,60})\b"), 74, 0.75,
          "a compiled kernel needs the CUDA driver function {0}, which the installed driver lacks: the driver is "
          "older than the build", kind="driver", unsure=("missing_dependency",)),
+    # A runtime library that lacks a function the package calls ("aclnnLightningIndexer or
+    # aclnnLightningIndexerGetWorkspaceSize not in libopapi.so, or libopapi.sonot found", torch_npu's op-API loader;
+    # sgl-project/sglang#14747): the toolkit installed (CANN, CUDA, ROCm) is older than the package.
+    Rule("library_lacks_symbol", "missing_dependency", MISSING_SYMBOL, 73, 0.75,
+         "the installed {1} has no {0}: the toolkit library is older (or other) than the package calling it needs",
+         kind="missing_symbol", unsure=("cuda_arch_or_driver",)),
     Rule("shared_library", "missing_dependency",
          _r(r"(?<![\w.+-])(lib[\w.+-]{0,200}\.so[\w.]*+): cannot open shared object file|undefined symbol: (\S+)"), 72, 0.85,
          "a compiled library cannot be loaded ({0}{1}): a binary built against other versions", kind="binary",
@@ -291,7 +299,7 @@ RULES: tuple[Rule, ...] = (
          80, 0.85, "CUDA graph capture failed", kind="capture",
          # SGLang's capture wraps whatever the capture raised ("Capture cuda graph failed: {e}"): a transport
          # error of the ranks in it is the communication's failure, not the graphs' (sgl-project/sglang#4205).
-         exclude=GLOO_TRANSPORT),
+         exclude=re.compile(GLOO_TRANSPORT.pattern + "|" + MISSING_SYMBOL.pattern, re.IGNORECASE)),
     Rule("cuda_oom", OOM,
          _r(r"CUDA out of memory|OutOfMemoryError|CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation"
             r"|(?:HIP|NPU|XPU|MUSA) out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b"
@@ -327,6 +335,16 @@ RULES: tuple[Rule, ...] = (
          _r(r"\bWatchdog timeout \(self\.watchdog_timeout=(\d{1,6})|\bScheduler watchdog timeout\b"), 46, 0.6,
          "the scheduler was stuck for {0} s and SGLang's watchdog stopped the server (a hang, not a crash of its own)",
          kind="hang", any_level=True),
+    # ... whose stack dump (py-spy's "function (path:line)", faulthandler's 'File "path", line N in function')
+    # shows the scheduler inside a JIT kernel build: the build hung (a lock left in the cache by a killed build, a
+    # compiler waiting), not the GPU (sgl-project/sglang#36408: "build_ninja (tvm_ffi/cpp/extension.py:533)" under
+    # the watchdog's line).
+    Rule("hang_in_kernel_build", "jit_compile_failure",
+         _r(r"^\s{0,12}(?:\w{1,80} \(|File \")(?:[^\s\"()]{1,200}/)?(?:tvm_ffi/cpp|jit_kernel|flashinfer/jit"
+            r"|deep_gemm/jit|torch/utils/cpp_extension|triton/compiler|torch/_inductor)(?:/[^\s\"()]{0,120})?"
+            r"\.py(?::\d{1,6}\)|\", line \d{1,6} in \w{1,80})"), 50, 0.6,
+         "the scheduler hung inside a JIT kernel build until the watchdog stopped the server", kind="build_hang",
+         any_level=True, context=_r(r"\bWatchdog timeout\b")),
     Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
          "the engine crashed in native code (segmentation fault)", kind="segfault"),
     # ------------------------------------------------------------------ killed from outside

@@ -63,6 +63,17 @@ SIGNAL_RULES: tuple[Rule, ...] = (
                     r"|\b(?:failed|unable) to bind (?:to )?(?:port \d{2,5}|[\w.:\[\]-]{1,60}:\d{2,5}\b))"),
          80, 0.9, "a port the engine binds is already taken by another process", any_level=True,
          exclude=r(_PORT_RETRY.pattern + "|" + _NOT_THIS_HOSTS_ADDRESS)),
+    # The address to bind is not one of this host's (EADDRNOTAVAIL, errno 99): a --host, master or node IP of another
+    # machine, or a host IP inside a container without host networking. ZMQ: "zmq.error.ZMQError: Cannot assign
+    # requested address (addr='tcp://10.27.91.102:13345')" (vllm-project/vllm#31884); uvicorn/asyncio: "[Errno 99]
+    # error while attempting to bind on address ('10.0.0.5', 8000): cannot assign requested address". (A connect()
+    # that ran out of local ports says the same words: not a bind.)
+    Rule("address_not_this_hosts", "bad_argument",
+         r(r"Cannot assign requested address|\bEADDRNOTAVAIL\b|\[Errno 99\]"), 81, 0.75,
+         "the engine binds an address that is not one of this host's (EADDRNOTAVAIL): the host / master / node IP it "
+         "was given belongs to another machine or is not visible inside the container", kind="bind_address",
+         any_level=True, exclude=r(r"\bconnect(?:ing|ion)?\b"),
+         unsure=("other",)),  # (an engine's own listener picking the wrong interface, e.g. NIXL's handshake on Ray)
     # ------------------------------------------------------------------ the OS: killed (SIGKILL), any locale
     Rule("shell_killed", "host_oom_killed",
          re.compile(r"^" + KILLED + r"\s{0,20}(?:\(core dumped\))?$|(?<!\d)\d{1,12}:\s{1,20}\d{1,12}\s{1,40}" + KILLED
@@ -96,6 +107,22 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"\bbishengir-compile: [^\n]{0,200}(?:error|Cannot find option|failed)"), 62, 0.65,
          "Triton-Ascend's kernel compiler (bishengir-compile) failed", kind="compiler_error",
          unsure=("cuda_arch_or_driver",), any_level=True),
+    # Ascend's CANN compilers: an operator's kernel or a graph's fused kernels did not build ("Failure_to_Compile_Op
+    # (E40021): Failed to compile Op [trans_Cast_2,]", vllm-project/vllm-omni#890; GE's "[GraphOpt][FusedGraph]
+    # [RunCompile] Failed to compile graph with compiler Normal mode Op Compiler" ... "subgraph 0 optimize failed
+    # [FUNC:OptimizeSubGraphWithMultiThreads]", Ascend/pytorch#61).
+    Rule("ascend_compile_failed", "jit_compile_failure",
+         r(r"\bFailure_to_Compile_Op\b|\bFailed to compile Op\b|\bFailed to compile graph with compiler\b"
+           r"|\bsubgraph \d{1,4} optimize failed\b"), 64, 0.7,
+         "Ascend's operator / graph compiler (CANN) failed to build a kernel", kind="ascend_compile",
+         unsure=("cuda_arch_or_driver",), any_level=True),
+    # A compiler's own command line relayed as an ERROR: the failed step of a JIT build, logged by the engine's
+    # worker before the build's exception (flashinfer's ninja output, vllm-project/vllm#29590). At INFO or bare it
+    # is ordinary build output.
+    Rule("compiler_command_at_error", "jit_compile_failure",
+         r(r"^(?:\S{0,200}/)?(?:nvcc|hipcc|g\+\+|c\+\+|gcc|clang\+\+)(?:-\d{1,3})? (?:-{1,2}[\w-]{1,60}[= ]?\S{0,300} ){2}"),
+         58, 0.65, "a JIT kernel build failed: the engine logged the compiler's command as an error",
+         kind="compiler_error", level="ERROR"),
     # Python's own MemoryError and C++'s std::bad_alloc: an allocation of host memory failed (a huge tokenizer or
     # checkpoint read into RAM). Modest: a nonsense size asked for by a bug reads the same.
     Rule("host_alloc_failed", "host_oom_killed",

@@ -60,6 +60,9 @@ class Rule:
     #: Categories the same words also fit (a known ambiguity, e.g. "Transformers does not recognize this
     #: architecture" when the engine, not transformers, is too old): the verdict names them as its alternatives.
     unsure: tuple[str, ...] = ()
+    #: Only lines logged at this level (a compiler's command line is routine output, unless a logger relays it as
+    #: the ERROR of a failed build).
+    level: str | None = None
 
 
 #: NVIDIA's GPU generations by the names the engines' checks use ("only supported on Hopper", "Please use Blackwell

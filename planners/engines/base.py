@@ -61,6 +61,7 @@ class CrashRule:
     exclude: re.Pattern[str] | None = None
     context: re.Pattern[str] | None = None
     unsure: tuple[str, ...] = ()
+    level: str | None = None
 
 
 @dataclass(frozen=True)

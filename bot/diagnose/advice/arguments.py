@@ -95,6 +95,16 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                         ": lower --tensor-parallel-size x --pipeline-parallel-size to the GPUs visible")
                      + ", or give the container/pod that many (CUDA_VISIBLE_DEVICES, nvidia.com/gpu, the Ray cluster)")
         return steps, None
+    elif f.kind == "bind_address":
+        address = re.search(r"addr='([^']{1,80})'|address \('([^']{1,60})', (\d{1,5})\)", text)
+        named = next((g for g in address.groups() if g), None) if address else None
+        host = argv_value_of(s.argv, ["--host"])
+        steps.append(("the address it binds" + (f" ({named})" if named else "") + " is not one of this host's: ")
+                     + (f"--host {host} is not an address of this machine; " if host else "")
+                     + "bind --host 0.0.0.0 or an address `ip -4 addr` lists; in a multi-node launch give each node "
+                       "its own IP (VLLM_HOST_IP, --dist-init-addr / --master-addr of the node that listens), and "
+                       "run a container with host networking when it must bind the host's IP")
+        return steps, None
     elif f.kind == "attention_backend":
         backend = f.match.group(1) if f.match is not None else "the selected backend"
         steps.append(f"{backend} cannot run this model or GPU (the engine's reason is quoted): unset the backend "

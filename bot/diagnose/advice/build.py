@@ -30,6 +30,13 @@ _KINDS = {
     "torch_compile": "relaunch without torch.compile (drop --enable-torch-compile / use -O0 in vLLM)",
     "compiler_error": "the kernel's source did not compile with this compiler / CUDA toolkit: match the toolkit to "
                       "the engine's CUDA version (nvcc --version), clear the JIT cache and relaunch",
+    "build_hang": "a JIT kernel build hung: a build killed earlier can leave its lock in the JIT cache (~/.cache/"
+                  "tvm-ffi, ~/.cache/sglang, ~/.cache/flashinfer) and every later build waits on it; check that no "
+                  "other build runs, remove the cache's lock files (or the cache), and relaunch; a first build that "
+                  "is only slow needs a longer --watchdog-timeout",
+    "ascend_compile": "CANN's compiler could not build an operator: the installed CANN toolkit (ascend-toolkit) does "
+                      "not match the torch_npu / vllm-ascend release; install the CANN version that release names, "
+                      "clear the operator cache (kernel_meta, ASCEND_CACHE_PATH) and relaunch",
     "build": "a JIT kernel build failed: clear the JIT cache (~/.cache/flashinfer, ~/.cache/triton) and relaunch; "
              "check that nvcc and gcc are installed and match the engine's CUDA version",
 }

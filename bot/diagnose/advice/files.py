@@ -103,6 +103,10 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
         package = PACKAGES.get(operator.group(1), operator.group(1))
         steps.append(f"{package} was built for another torch than the one installed (its compiled operators do not "
                      f"register): install the {package} release that matches the installed torch")
+    elif f.kind == "missing_symbol" and f.match is not None:
+        steps.append(f"the installed {f.match.group(2)} has no {f.match.group(1)}: that library comes with a toolkit "
+                     f"(CUDA, CANN, ROCm) older or other than the one this package was built for; install the "
+                     f"toolkit release the package's install notes name, or the package build for the installed one")
     elif "undefined symbol" in text or "cannot open shared object file" in text or f.kind == "binary":
         library = re.search(r"(lib[\w.+-]+\.so[\w.]*)|/([\w.-]+\.so)", text)
         name = next((g for g in library.groups() if g), "a compiled extension") if library else "a compiled extension"

@@ -1,0 +1,126 @@
+"""A bind to an address that is not this host's, builds that failed or hung, a toolkit library that lacks a symbol.
+
+Each log is written fresh from the real wording of the library that prints it, not copied from a corpus log:
+- EADDRNOTAVAIL: strerror(99) "Cannot assign requested address" as libzmq raises it (pyzmq's ZMQError, vLLM's
+  make_zmq_socket), asyncio's create_server ("[Errno 99] error while attempting to bind on address %r: %s",
+  CPython Lib/asyncio/base_events.py) as uvicorn logs it, torch's c10d store ("The server socket has failed to bind
+  to {}:{} (errno: {} - {}).", torch/csrc/distributed/c10d/socket.cpp); a client's failed connect is not a bind;
+- CANN's compilers: "Failure_to_Compile_Op(E40021): Failed to compile Op [...]", GE's "[GraphOpt][FusedGraph]
+  [RunCompile] Failed to compile graph with compiler Normal mode Op Compiler[FUNC:SubGraphCompile]";
+- a compiler's command relayed at ERROR by vLLM's engine core (its "ERROR <date> [core.py:<n>]" prefix);
+- py-spy's dump ("    function (path:line)") and faulthandler's ('  File "path", line N in function') under
+  SGLang's scheduler watchdog ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)");
+- torch_npu's op-API loader: "<op> or <op>GetWorkspaceSize not in libopapi.so, or libopapi.sonot found.", inside
+  SGLang's capture wrapper ("Capture cuda graph failed: {e}").
+"""
+
+from __future__ import annotations
+
+from bot.diagnose import diagnose
+
+_VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
+
+
+def test_a_bind_to_another_hosts_address_is_the_launch_setting_not_a_taken_port() -> None:
+    logs = (
+        f"""\
+(APIServer pid=71) Traceback (most recent call last):
+(APIServer pid=71)   File "{_VLLM}/utils/network_utils.py", line 201, in make_zmq_socket
+(APIServer pid=71)     socket.bind(path)
+(APIServer pid=71)   File "/usr/local/lib/python3.12/dist-packages/zmq/sugar/socket.py", line 311, in bind
+(APIServer pid=71)     super().bind(addr)
+(APIServer pid=71) zmq.error.ZMQError: Cannot assign requested address (addr='tcp://192.168.40.7:5557')""",
+        """\
+INFO:     Started server process [4412]
+INFO:     Waiting for application startup.
+INFO:     Application startup complete.
+ERROR:    [Errno 99] error while attempting to bind on address ('10.1.2.3', 30000): cannot assign requested address
+INFO:     Waiting for application shutdown.""",
+        """\
+[W1203 04:10:11.120 socket.cpp:752] [c10d] The server socket has failed to bind to 172.31.9.40:29500 (errno: 99 - Cannot assign requested address).
+[E1203 04:10:11.121 socket.cpp:793] [c10d] The server socket has failed to listen on any local network address.
+torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -99, name: EADDRNOTAVAIL, message: address not available""",
+    )
+    for log in logs:
+        result = diagnose(log)
+        assert result.category == "bad_argument", (log, result)
+        assert "not one of this host's" in result.cause
+
+
+def test_a_client_that_could_not_connect_is_not_a_bind_to_another_host() -> None:
+    log = ("[W1203 04:10:11.120 socket.cpp:464] [c10d] The client socket has failed to connect to "
+           "[node-2]:29500 (errno: 99 - Cannot assign requested address).\n"
+           "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of "
+           "(node-2, 29500). The client socket has failed to connect to node-2:29500 (errno: 99 - Cannot assign "
+           "requested address).")
+    assert diagnose(log).category != "bad_argument"
+
+
+def test_the_advice_for_a_foreign_address_names_it_and_the_host_flag() -> None:
+    log = ("(APIServer pid=71) zmq.error.ZMQError: Cannot assign requested address "
+           "(addr='tcp://192.168.40.7:5557')")
+    result = diagnose(log, command="vllm serve /models/qwen --host 192.168.40.7 --port 8000")
+    step = result.next_steps[0]
+    assert "tcp://192.168.40.7:5557" in step and "--host 192.168.40.7" in step and "0.0.0.0" in step
+
+
+def test_ascends_compilers_failing_are_a_kernel_build() -> None:
+    for line in (
+        "[PID: 9021] 2026-03-11-08:02:41.114.201 Failure_to_Compile_Op(E40021): Failed to compile Op "
+        "[Transpose_12,MatMul_13]. (oppath: [Compile /usr/local/Ascend/ascend-toolkit/8.2.RC1/opp/built-in/op_impl/"
+        "ai_core/tbe/impl/dynamic/transpose.py failed with errormsg/stack: ...])",
+        "        [GraphOpt][FusedGraph][RunCompile] Failed to compile graph with compiler Normal mode Op Compiler"
+        "[FUNC:SubGraphCompile][FILE:fe_graph_optimizer.cc][LINE:1402]",
+    ):
+        result = diagnose(f"ERROR 03-11 08:02:41 [worker.py:88] {line}\nERROR 03-11 08:02:41 [worker.py:88] ")
+        assert result.category == "jit_compile_failure", (line, result)
+        assert "CANN" in result.next_steps[0] and "nvcc" not in result.next_steps[0]
+
+
+def test_a_compilers_command_is_a_failed_build_only_when_relayed_as_an_error() -> None:
+    command = ("/usr/local/cuda-12.8/bin/nvcc --generate-dependencies-with-compile --dependency-output "
+               "gemm_sm100/gemm_bf16.cuda.o.d -isystem /usr/local/cuda/include --compiler-options=-fPIC "
+               "-gencode=arch=compute_100a,code=sm_100a -c gemm_bf16.cu -o gemm_bf16.cuda.o")
+    failed = diagnose(f"(EngineCore_DP0 pid=212) ERROR 02-14 10:11:12 [core.py:708] {command}")
+    assert failed.category == "jit_compile_failure", failed
+    building = diagnose(f"(EngineCore_DP0 pid=212) INFO 02-14 10:11:12 [core.py:708] {command}\n"
+                        f"(APIServer pid=1) INFO 02-14 10:12:40 [api_server.py:1880] Starting vLLM API server 0 on "
+                        f"http://0.0.0.0:8000")
+    assert building.category != "jit_compile_failure", building
+
+
+def test_a_watchdog_whose_stack_is_in_a_kernel_build_is_the_build() -> None:
+    watchdog = "[2026-04-02 11:00:03 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"
+    for stack in (
+        ["Thread 0x7F3A2C1FF740 (active): \"MainThread\"",
+         "    _run_ninja (flashinfer/jit/cpp_ext.py:241)",
+         "    build_and_load (flashinfer/jit/core.py:301)",
+         "    get_batch_prefill_module (flashinfer/prefill.py:322)"],
+        ["Current thread 0x00007f3a2c1ff740 (most recent call first):",
+         '  File "/usr/local/lib/python3.12/dist-packages/torch/utils/cpp_extension.py", line 2503 in _run_ninja_build',
+         '  File "/usr/local/lib/python3.12/dist-packages/torch/utils/cpp_extension.py", line 1709 in _jit_compile'],
+    ):
+        result = diagnose("\n".join([watchdog] + stack))
+        assert result.category == "jit_compile_failure", (stack, result)
+        assert "lock" in result.next_steps[0]
+
+
+def test_a_watchdog_whose_stack_is_elsewhere_stays_a_hang() -> None:
+    log = "\n".join([
+        "[2026-04-02 11:00:03 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+        "    all_reduce (sglang/srt/distributed/device_communicators/pynccl.py:144)",
+        "    forward (sglang/srt/layers/linear.py:1312)"])
+    result = diagnose(log)
+    assert result.category != "jit_compile_failure", result
+
+
+def test_a_toolkit_library_without_the_called_op_is_the_toolkit_even_inside_the_capture() -> None:
+    log = """\
+  File "/usr/local/python3.11/site-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 402, in __init__
+    raise Exception(
+Exception: Capture cuda graph failed: aclnnMoeGatingTopK or aclnnMoeGatingTopKGetWorkspaceSize not in libopapi.so, or libopapi.sonot found.
+Possible solutions:
+1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)"""
+    result = diagnose(log)
+    assert result.category == "missing_dependency", result
+    assert "libopapi.so" in result.next_steps[0] and "aclnnMoeGatingTopK" in result.next_steps[0]
