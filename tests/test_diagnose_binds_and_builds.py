@@ -124,3 +124,34 @@ Possible solutions:
     result = diagnose(log)
     assert result.category == "missing_dependency", result
     assert "libopapi.so" in result.next_steps[0] and "aclnnMoeGatingTopK" in result.next_steps[0]
+
+
+def test_no_quantized_gemm_for_the_gpu_is_the_quantization() -> None:
+    # vLLM csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu, on a capability its wheel has no scaled_mm for.
+    result = diagnose("(EngineCore_DP0 pid=88) NotImplementedError: No compiled cutlass_scaled_mm for a compute "
+                      "capability less than CUDA device capability: 61")
+    assert result.category == "quantization_unsupported", result
+    assert "61" in result.cause and "bf16" in result.next_steps[0]
+
+
+_SERVING = """\
+(APIServer pid=1) INFO 03-02 10:00:00 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000
+(APIServer pid=1) INFO:     Application startup complete.
+(APIServer pid=1) INFO 03-02 10:05:02 [loggers.py:127] Engine 000: Avg prompt throughput: 812.3 tokens/s, Avg generation throughput: 95.1 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.1%, Prefix cache hit rate: 0.0%
+(APIServer pid=1) INFO 03-02 10:05:12 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.1%, Prefix cache hit rate: 0.0%
+"""
+_STALL = ("(EngineCore_DP0 pid=310) INFO 03-02 10:06:12 [shm_broadcast.py:466] No available shared memory broadcast "
+          "block found in 60 second. This typically happens when some processes are hanging or doing some "
+          "time-consuming work (e.g. compilation).")
+
+
+def test_a_worker_that_stops_answering_while_serving_is_a_hung_engine_not_a_healthy_one() -> None:
+    result = diagnose(_SERVING + _STALL + "\n" + _STALL)
+    assert result.category == "other" and "hung" in result.cause, result
+    assert "py-spy dump" in result.next_steps[0]
+
+
+def test_the_same_notice_during_a_long_start_up_step_is_no_crash() -> None:
+    starting = ("(EngineCore_DP0 pid=310) INFO 03-02 10:01:40 [backends.py:548] Compiling a graph for dynamic shape "
+                "takes 96.12 s\n" + _STALL)
+    assert diagnose(starting).category == "none"

@@ -253,15 +253,25 @@ def test_llama_31_rope_scaling_on_an_older_transformers_is_transformers_too_old(
     # CUDA's cudaErrorInvalidDeviceFunction, as torch raises it
     ("RuntimeError: CUDA error: invalid device function\nCUDA kernel errors might be asynchronously reported at some "
      "other API call, so the stacktrace below might be incorrect.\n", None),
-    # vLLM's quantized GEMM dispatch (csrc/quantization/.../scaled_mm_entry.cu) on a wheel without sm_121 kernels
-    ("RuntimeError: cutlass_scaled_mm, csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:265,\n"
-     "NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: "
-     "121\n", "121"),
+    # ROCm's wording of the same (hipErrorInvalidDeviceFunction, as torch raises it)
+    ("RuntimeError: HIP error: invalid device function\nHIP kernel errors might be asynchronously reported at some "
+     "other API call, so the stacktrace below might be incorrect.\n", None),
 ])
 def test_kernels_not_compiled_for_this_gpu_in_other_words_are_the_gpu_architecture(log, named):
     result = diagnose(log, exit_code=1)
     assert result.category == "cuda_arch_or_driver"
     assert named is None or named in result.cause
+
+
+def test_no_quantized_gemm_for_this_gpu_is_the_quantization_with_the_gpu_as_its_alternative():
+    # vLLM's quantized GEMM dispatch (csrc/quantization/.../scaled_mm_entry.cu) on a wheel without sm_121 kernels:
+    # the checkpoint's W8A8 / FP8 quantization has no kernel here (both corpus logs of it are filed so).
+    log = ("RuntimeError: cutlass_scaled_mm, csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:265,\n"
+           "NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device "
+           "capability: 121\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "quantization_unsupported" and "121" in result.cause
+    assert "cuda_arch_or_driver" in result.alternatives
 
 
 def test_transformers_lazy_import_wrapping_a_package_of_the_wrong_version_is_a_missing_dependency():

@@ -50,6 +50,15 @@ GPU_RULES: tuple[Rule, ...] = (
             r"|No compiled (\w{1,60}) for a compute capability less than CUDA device capability: ?(\d{2,3})"), 78, 0.8,
          "the engine's compiled kernels ({0}) do not cover this GPU's architecture ({1})", kind="arch",
          unsure=("quantization_unsupported",)),
+    # ... where the kernel missing is the quantized GEMM itself (cutlass_scaled_mm: W8A8 / FP8 checkpoints, vLLM
+    # csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu): the checkpoint's quantization has no kernel on this GPU,
+    # as both readings of the Jetson Orin report (dusty-nv/jetson-containers#1118, capability 87) and
+    # vllm-project/vllm#9419 (75) file it.
+    Rule("quantized_gemm_not_for_gpu", "quantization_unsupported",
+         _r(r"No compiled ((?:cutlass_)?scaled_mm\w{0,40}) for a compute capability less than CUDA device capability:"
+            r" ?(\d{2,3})"), 79, 0.75,
+         "this GPU (capability {1}) has no {0} kernel in the installed build: the checkpoint's W8A8 / FP8 "
+         "quantization cannot run on it", kind="gemm_arch", unsure=("cuda_arch_or_driver",)),
     Rule("sm_not_compatible", "cuda_arch_or_driver",
          _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
          "the installed PyTorch was not built for this GPU ({0})", kind="arch", any_level=True),

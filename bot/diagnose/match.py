@@ -87,6 +87,10 @@ KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", 
 _GUESSED_KILLS = frozenset({"engine_died"})
 
 
+#: Rules whose line means a stalled engine only once the server has been up (bot/diagnose/rules.py).
+_STALLS_ONLY_AFTER_START = frozenset({"shm_broadcast_stall"})
+
+
 def _killed_from_outside(finding: Finding) -> bool:
     return finding.category in KILLED_FROM_OUTSIDE and finding.rule not in _GUESSED_KILLS
 
@@ -333,6 +337,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     _read_cut_raise(lines, structure)
     hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
     finding = _choose(lines, hits)
+    if finding is not None and finding.rule in _STALLS_ONLY_AFTER_START and health.alive_pos < 0:
+        finding = None  # (a start-up step that takes long, a compile, says the same before the server is up)
     if finding is not None:
         finding = own_error_behind_kill(finding, lines, exit_code, health, structure) or finding
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):

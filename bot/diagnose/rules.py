@@ -345,6 +345,15 @@ RULES: tuple[Rule, ...] = (
             r"\.py(?::\d{1,6}\)|\", line \d{1,6} in \w{1,80})"), 50, 0.6,
          "the scheduler hung inside a JIT kernel build until the watchdog stopped the server", kind="build_hang",
          any_level=True, context=_r(r"\bWatchdog timeout\b")),
+    # vLLM's message queue between the engine and its workers: a rank has not taken the last broadcast for a minute
+    # (vllm/distributed/device_communicators/shm_broadcast.py: "No available shared memory broadcast block found in
+    # 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g.
+    # compilation, weight/kv cache quantization)."). Logged at INFO, and routine during a long start-up step: only
+    # after the server was up is it a stalled engine (bot/diagnose/match.py; vllm-project/vllm#48752).
+    Rule("shm_broadcast_stall", "other",
+         _r(r"\bNo available shared memory broadcast block found in (\d{1,6}) seconds?\b"), 28, 0.5,
+         "a worker of the engine has not answered for {0} s (vLLM's shared-memory broadcast): the engine is hung",
+         kind="stall", any_level=True),
     Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
          "the engine crashed in native code (segmentation fault)", kind="segfault"),
     # ------------------------------------------------------------------ killed from outside

@@ -112,6 +112,10 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
                  "checkpoint with another of the engine's kernels for its method (the message names one, e.g. "
                  "--quantization gptq instead of the Marlin kernel), or use a checkpoint with another group size, or "
                  "the bf16 checkpoint"], None)
+    if f.kind == "gemm_arch":
+        return ([f"the installed engine build has no quantized GEMM for {gpu or 'this GPU'}'s capability: run the "
+                 f"bf16/fp16 checkpoint, or a quantization whose kernels cover this GPU (GPTQ/AWQ through Marlin on "
+                 f"compute capability 8.0+), or an engine build compiled for this architecture"], None)
     if f.kind == "unknown":
         return ([f"{s.engine or 'the engine'} {s.plan.engine_version if s.plan and s.plan.engine_version else ''} "
                  f"does not know this quantization method: upgrade the engine or use a checkpoint in a format it "

@@ -98,6 +98,11 @@ def _first_step(f: Finding, s: PlanView) -> str:
                f"the GPU (a kernel, NCCL between ranks, or a very long request); relaunch with " \
                f"{s.flag('no_graph')} to see whether CUDA graphs are involved, and look for an NCCL timeout or a " \
                f"stuck rank in the other ranks' lines"
+    if f.kind == "stall":
+        return f"a worker stopped answering while the server was up: the engine is hung, not crashed, and " \
+               f"will not recover by itself; `py-spy dump --pid <worker pid>` shows where it waits (a kernel, an " \
+               f"NCCL collective, a stuck rank), then restart the deployment; if it recurs, relaunch with " \
+               f"{s.flag('no_graph')} to see whether CUDA graphs are involved"
     if f.kind == "signal":
         return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
     structure = f.structure
