@@ -65,11 +65,13 @@ def remote_command(argv: list[str]) -> str:
     return " ".join(remote_arg(a) for a in argv)
 
 
-def _shell_execs(argv: list[str]) -> str:
-    """The command for ``sh -c`` (which expands ``~``), with the shell replaced by the program: a kill of the pid
-    asyncio knows (a stream cancelled while asyncio still connects its pipes, which then waits for them to close)
-    reaches the program itself, not only a shell that would leave it running."""
-    return "exec " + remote_command(argv)
+def _write_and_close(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # (the command ended before it read its input: its output and exit tell why)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -120,30 +122,26 @@ class LocalRemote:
     async def stream(self, argv: list[str], *, input: str | None = None) -> AsyncGenerator[str, None]:
         self.round_trips += 1
         # Its own process group: closing the stream ends the command and everything it started (a plain kill
-        # would end only `sh`, and dash does not exec its last command, so the agent would live on).
-        proc = await asyncio.create_subprocess_exec(
-            "sh", "-c", _shell_execs(argv),
-            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            limit=1 << 20,
-            start_new_session=True,
-        )
+        # would end only `sh`, and dash does not exec its last command, so the agent would live on). Started
+        # here, not by asyncio's subprocess (see run), and its output read through a pipe reader on this loop.
+        proc = subprocess.Popen(["sh", "-c", remote_command(argv)], start_new_session=True,
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 20)
+        transport: asyncio.BaseTransport | None = None
         try:
-            if input is not None and proc.stdin is not None:
-                proc.stdin.write(input.encode())
-                await proc.stdin.drain()
-                proc.stdin.close()
-            assert proc.stdout is not None
-            async for raw in proc.stdout:
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proc.stdout)
+            if input is not None:
+                await asyncio.to_thread(_write_and_close, proc, input.encode())
+            async for raw in reader:
                 yield raw.decode(errors="replace").rstrip("\n")
         finally:
-            if proc.returncode is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                await proc.wait()
+            _kill_group(proc)
+            if transport is not None:
+                transport.close()
+            await asyncio.to_thread(proc.wait)
 
     async def close(self) -> None:
         return None

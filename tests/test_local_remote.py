@@ -48,3 +48,36 @@ async def test_a_cancelled_command_is_ended_with_what_it_started(tmp_path: Path)
         await running
     wait_until(lambda: not pid_alive(grandchild), what="the grandchild to be killed")
     assert os.getpgid(os.getpid()) != grandchild  # (it ran in a group of its own, so ours was not signalled)
+
+
+async def test_a_stream_gives_its_lines_and_reads_its_input() -> None:
+    stream = LocalRemote("here").stream(["sh", "-c", "cat; echo last"], input="one\ntwo\n")
+    assert [line async for line in stream] == ["one", "two", "last"]
+
+
+async def test_a_stream_its_reader_leaves_is_ended_with_what_it_started(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    command = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; echo started; wait"]
+    stream = LocalRemote("here").stream(command)
+    assert await stream.__anext__() == "started"
+    await stream.aclose()  # (a follower that reached ready)
+    assert not pid_alive(_grandchild(pidfile))
+
+
+async def test_a_stream_cancelled_as_it_starts_ends_at_once_with_what_it_started(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    command = ["sh", "-c", _SPAWNS.format(pidfile=pidfile)]
+
+    async def follow() -> list[str]:
+        return [line async for line in LocalRemote("here").stream(command)]
+
+    for ticks in range(4):  # cancelled at each of the first steps of its start
+        pidfile.unlink(missing_ok=True)
+        following = asyncio.ensure_future(follow())
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+        following.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await following
+        if pidfile.exists() and pidfile.read_text().strip():
+            wait_until(lambda: not pid_alive(int(pidfile.read_text())), what="the grandchild to be killed")
