@@ -39,7 +39,7 @@ ELSEWHERE = "C0ELSEWHERE"
 USERS = {"owner": (OWNER, CHANNEL), "approver": (APPROVER, CHANNEL), "allowed": (ALLOWED, CHANNEL),
          "stranger": (STRANGER, CHANNEL), "outsider": (ALLOWED, ELSEWHERE)}
 #: No answer within this long counts as ignored (the bot answers a command in well under it).
-QUIET_S = 2.0
+QUIET_S = 1.0
 
 SLASH = {"start": f"start {MODEL} on {HOST}", "stop": f"stop {MODEL} on {HOST}",
          "restart": f"restart {MODEL} on {HOST}", "status": f"status {HOST}", "logs": f"logs {MODEL} on {HOST}",

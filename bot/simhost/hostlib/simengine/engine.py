@@ -308,7 +308,11 @@ class SimEngine:
 
     # ----------------------------------------------------------------------------- the process
     def _on_signal(self, signum: int, frame: object) -> None:
-        self.stopping.set()
+        # Not `self.stopping.set()` here: the handler runs on the main thread between two bytecodes, and when that is
+        # inside `stopping.wait()` while it holds the event's (non-reentrant) lock, set() would wait on that lock
+        # forever: SIGTERM then did nothing until a SIGKILL (one stop in a few in the tests took 5 s). Another
+        # thread sets it once the main thread lets go of the lock.
+        threading.Thread(target=self.stopping.set, name="stop", daemon=True).start()
 
     def _cleanup(self) -> None:
         if self._registered:
