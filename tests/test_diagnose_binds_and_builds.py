@@ -155,3 +155,41 @@ def test_the_same_notice_during_a_long_start_up_step_is_no_crash() -> None:
     starting = ("(EngineCore_DP0 pid=310) INFO 03-02 10:01:40 [backends.py:548] Compiling a graph for dynamic shape "
                 "takes 96.12 s\n" + _STALL)
     assert diagnose(starting).category == "none"
+
+
+_LOADER = "/home/ml/venv/lib/python3.10/site-packages/vllm/model_executor/model_loader"
+
+
+def test_a_traceback_cut_inside_its_last_frame_is_placed_by_the_call_the_frame_above_made() -> None:
+    # The paste ends inside the innermost frame's own line ("in get_model_arch"): the frame above says what it
+    # called (vllm model_loader/utils.py initialize_model -> get_model_architecture, the architecture registry).
+    log = f"""\
+Traceback (most recent call last):
+  File "{_LOADER}/base_loader.py", line 44, in load_model
+    model = initialize_model(vllm_config=vllm_config,
+  File "{_LOADER}/utils.py", line 53, in initialize_model
+    model_class, _ = get_model_architecture(model_config)
+  File "{_LOADER}/utils.py", line 251, in get_model_arch"""
+    assert diagnose(log).category == "unsupported_architecture"
+
+
+_HUB_RETRY_LINES = """\
+(APIServer pid=7) '(ReadTimeoutError("HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. (read timeout=10)"), '(Request ID: 5d1e)')' thrown while requesting HEAD https://huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json
+(APIServer pid=7) Retrying in 1s [Retry 1/5]."""
+
+
+def test_a_traceback_cut_after_the_hubs_retries_is_the_hub() -> None:
+    log = _HUB_RETRY_LINES + """
+(APIServer pid=7) Traceback (most recent call last):
+(APIServer pid=7)   File "/usr/local/lib/python3.12/dist-packages/transformers/configuration_utils.py", line 721, in _get_config_dict
+(APIServer pid=7)     resolved_config_file = cached_file("""
+    result = diagnose(log)
+    assert result.category == "hub_access", result
+    assert "thrown while requesting HEAD" in result.evidence[0].text
+
+
+def test_a_retry_the_hub_then_answered_is_no_crash() -> None:
+    log = _HUB_RETRY_LINES + """
+(APIServer pid=7) INFO 03-02 10:02:11 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000
+(APIServer pid=7) INFO:     Application startup complete."""
+    assert diagnose(log).category == "none"

@@ -217,9 +217,10 @@ def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> 
             # (weighed above a file path alone: where an import failed says more than which package it was in)
             score, placed = score + _INNER_FRAME + _MESSAGE, True
         if area.frames is not None:
-            frames = [f"{frame.path} {frame.function}" for frame in exc.innermost(8)]
-            if frames:  # the call the innermost frame was making is where it was raised (a cut traceback's too)
-                frames[0] += " " + " ".join(_CALLED.findall(exc.innermost(1)[0].code))
+            # Each frame with the call its source line makes (the next frame's function): where the innermost was
+            # raised, and, when a paste cut the innermost frame's own line ("in get_"), what it was calling.
+            frames = [f"{frame.path} {frame.function} " + " ".join(_CALLED.findall(frame.code))
+                      for frame in exc.innermost(8)]
             if any(area.frames.search(text) for text in frames[:3]):
                 score, placed = score + _INNER_FRAME, True
             elif any(area.frames.search(text) for text in frames[3:]):

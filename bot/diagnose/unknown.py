@@ -100,6 +100,9 @@ _BIND_FRAME = re.compile(r"(?:zmq/sugar/socket\.py|/socket\.py|asyncio/base_even
 
 
 _CARETS = re.compile(r"^[\s^~]*$")
+#: huggingface_hub's retry of a request that failed (utils/_http.py http_backoff: "'<error>' thrown while requesting
+#: HEAD https://huggingface.co/<repo>/resolve/main/config.json", then "Retrying in 1s [Retry 1/5].").
+_HUB_RETRY = re.compile(r"' thrown while requesting (?:HEAD|GET) https?://\S{1,300}")
 
 
 def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Finding | None:
@@ -117,6 +120,14 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
         return Finding(category="port_in_use", confidence=0.45, decisive=lines[pos], pos=pos,
                        cause="the tail ends inside a socket's bind (its error line is cut off): most often the port "
                              "is taken", alternatives=["other"])
+    retried = next((at for at in range(exc.pos - 1, -1, -1) if _HUB_RETRY.search(lines[at].text)), None)
+    if retried is not None:
+        # A request to the Hub failed and was being retried just before: the start that then broke off was most
+        # likely fetching the model (tenstorrent/tt-inference-server#4638); the exception line is lost, so modest.
+        return Finding(category="hub_access", confidence=0.45, decisive=lines[retried], pos=retried,
+                       support=[lines[pos]], kind="network", alternatives=["other"],
+                       cause="a request to the Hugging Face Hub failed and was being retried, then the start broke "
+                             "off inside a traceback (its exception line is cut off)")
     return Finding(category="other", confidence=0.3, decisive=lines[pos], pos=pos,
                    cause=f"the tail ends inside a traceback (its exception line is cut off); innermost frame: "
                          f"{exc.where() or '?'}")
