@@ -36,9 +36,12 @@ COMM_RULES: tuple[Rule, ...] = (
     # Ascend's collective library (torch_npu): "HCCL function error: hcclCommInitRootInfoConfig(...)", "DIST call
     # hccl api failed" (vllm-project/vllm-ascend#2712); CANN's error codes of the HCCL module are EI<4 digits>
     # ("EI0009: ... Transport init error", "EI0006: Getting socket times out"); HCCL's own log lines
-    # ("[ERROR] HCCL(2717288,python3):... [hccl_socket_manager.cc:778] ... wait socket establish timeout").
+    # ("[ERROR] HCCL(2717288,python3):... [hccl_socket_manager.cc:778] ... wait socket establish timeout"), also
+    # with the error's name in front ("Get_Socket_Timeout(EI0006): Getting socket times out") and the operator
+    # layer's report ("Nnopbase fails to invoke the HcclAllocComResourceByTiling function of the hccl module").
     Rule("hccl_error", "nccl_error",
-         _r(r"HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed|^EI\d{4}: "
+         _r(r"HCCL function error|call hccl api failed|\bHcclCommInit\w{0,30} failed|^EI\d{4}: |\b\w{1,40}\(EI\d{4}\): "
+            r"|fails to invoke the Hccl\w{1,60} function of the hccl module"
             r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"),
          58, 0.8, "Ascend's collective library (HCCL) failed between the NPUs", kind="hccl", any_level=True),
     # RDMA between GPUs and nodes outside NCCL: NVSHMEM (DeepEP's transport: "ibrc.cpp:418: non-zero status: 22

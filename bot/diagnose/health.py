@@ -28,6 +28,12 @@ _ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\
 _REQUEST_HANDLER = re.compile(r"(?:\[|\s)(?:serving(?:_\w{1,30})?|\w{1,30}_tool_parser|\w{1,30}_reasoning_parser"
                               r"|protocol)\.py:\d{1,6}\]")
 _ENGINE_GONE = re.compile(r"EngineDead|engine (?:is )?dead|EngineCore|Engine loop|shutting down", re.IGNORECASE)
+#: Lines that say the engine under a running server is gone for good (vLLM v1/engine/exceptions.py EngineDeadError,
+#: V0's AsyncEngineDeadError "Background loop has errored already"; SGLang's scheduler giving up after repeated
+#: errors, scheduler.py "Scheduler terminated after N consecutive errors"): requests answered after such a line are
+#: the in-flight ones being failed, not proof of life, so the server is down.
+ENGINE_DEAD = re.compile(r"\bEngineDeadError\b|\bAsyncEngineDeadError\b|Background loop has errored already"
+                         r"|Scheduler terminated after \d{1,6} consecutive errors|Engine loop has died", re.IGNORECASE)
 #: vLLM before 0.8 logs "No platform detected" before a platform plugin (vllm-ascend) activates: routine then.
 _NO_PLATFORM_YET = re.compile(r"No platform detected, vLLM is running on UnspecifiedPlatform")
 _PLUGIN_PLATFORM = re.compile(r"Platform plugin (?!cuda\b)\w+ is activated", re.IGNORECASE)
@@ -52,6 +58,14 @@ class Health:
     served_pos: int = -1  # the last request the server answered (an access-log line with a 2xx/3xx status)
     routine: set[int] = field(default_factory=set)  # positions of lines that are healthy progress, not errors
 
+    dead_pos: int = -1  # the first line saying the engine under the server is gone (ENGINE_DEAD), -1: none
+
+    @property
+    def died_while_up(self) -> bool:
+        """The engine said it is gone and no ready line came after that (no restart): whatever the server answered
+        after it were the requests in flight being failed."""
+        return self.dead_pos >= 0 and self.ready_pos < self.dead_pos
+
     @property
     def alive_pos(self) -> int:
         """The last position where the server showed it was up (listening, ready, decoding or answering requests);
@@ -68,6 +82,8 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
     for pos, line in enumerate(lines):
         if _HTTP_UP.search(line.text):
             health.http_up = line
+        if health.dead_pos < 0 and ENGINE_DEAD.search(line.text):
+            health.dead_pos = pos
         request = _REQUEST_HANDLER.search(line.raw) and not _ENGINE_GONE.search(line.text)
         # logger.exception prints the handler's traceback without the prefix: it is the request's too
         in_request_traceback = bool(request) or (

@@ -342,7 +342,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     if finding is not None:
         finding = own_error_behind_kill(finding, lines, exit_code, health, structure) or finding
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
-        if health.alive_pos > finding.pos and not _killed_from_outside(finding):
+        outlived = health.alive_pos > finding.pos and not (health.died_while_up and health.dead_pos >= finding.pos)
+        if outlived and not _killed_from_outside(finding):
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
         finding = warmup_refusal_end(lines, health) or unrecognised(lines, exit_code, health, structure) \

@@ -239,10 +239,22 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
         return _without_error_lines(lines, exit_code, health, structure, self_kill)
     last = max(pos for pos, _ in errors + framing)
     first = min(pos for pos, _ in errors + framing)
-    alive_after = health.alive_pos > last
+    alive_after = health.alive_pos > last and not health.died_while_up
     if exit_code in (None, 0) and (alive_after or (0 <= health.ready_pos < first and not framing)):
         return None  # request-level errors of a server that kept running
-    return _last_errors(lines, errors, framing, first) or _consequence_only(framing, self_kill)
+    found = _last_errors(lines, errors, framing, first) or _consequence_only(framing, self_kill)
+    return _died_serving(found, health) if found is not None else None
+
+
+def _died_serving(finding: Finding, health: Health) -> Finding:
+    """The engine said it is gone (EngineDeadError, SGLang's scheduler giving up) after the server had answered
+    requests: a crash of a running server, whose HTTP port may still answer; said so rather than "failed to start"."""
+    if not (health.died_while_up and health.served_pos >= 0) or finding.kind not in (None, "root_cause_elsewhere"):
+        return finding
+    finding.kind = "died_serving"
+    finding.cause = ("the engine died while the server was serving requests (its HTTP port may still answer, every "
+                     f"request now fails): {finding.decisive.text[:160] if finding.decisive else finding.cause}")
+    return finding
 
 
 def error_after_ready(lines: list[LogLine], health: Health) -> LogLine | None:

@@ -122,11 +122,18 @@ RULES: tuple[CrashRule, ...] = (
     # decoding", intel/intel-xpu-backend-for-triton#7166): the drafter setting is what to change.
     # The memory profile leaving nothing for the KV cache: vllm/v1/worker/gpu_worker.py logs "Available KV cache memory:
     # %.2f GiB" at INFO, negative when weights and activations took more than --gpu-memory-utilization allows
-    # (vllm-project/vllm-ascend#9372); the error that follows may be cut from the tail.
+    # (vllm-project/vllm-ascend#9372); the error that follows may be cut from the tail. V0's worker.py says it as "the
+    # rest of the memory reserved for KV Cache is -1.05GiB." (vllm-project/vllm#13882), its engine as "# GPU blocks:
+    # 0" (llm_engine.py _initialize_kv_caches, "# %s blocks: %d, # CPU blocks: %d"), V1's kv_cache_utils.py as "GPU KV
+    # cache size: 0 tokens".
     CrashRule("kv_budget_negative", "kv_cache_insufficient",
-              _r(r"Available KV cache memory: (-\d[\d.]{0,10}) ?GiB"), 72, 0.75,
+              _r(r"(?:Available KV cache memory: |memory reserved for KV Cache is )(-\d[\d.]{0,10}) ?GiB"), 72, 0.75,
               "the weights and activations took more than --gpu-memory-utilization allows: {0} GiB left for the KV "
               "cache", any_level=True),
+    CrashRule("kv_zero_blocks", "kv_cache_insufficient",
+              _r(r"# (?:[GNX]PU|gpu|npu) blocks: 0\b|\b[GNX]PU KV cache size: 0 tokens"), 72, 0.75,
+              "the memory profile left room for no KV cache block at all (weights and activations took what "
+              "--gpu-memory-utilization allows)", any_level=True),
     # A model class that supports only some versions of its family (vllm/model_executor/models/minicpmv.py:
     # "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: (4, 5)"): this vLLM predates the
     # checkpoint's version.

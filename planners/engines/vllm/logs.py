@@ -57,10 +57,13 @@ def read_kv(text: str, memo: dict[str, Any]) -> tuple[int, float | None] | None:
     if match := KV_MEMORY.search(text) or V0_KV_SIZE.search(text):
         memo["kv_gib_hint"] = round(float(match.group(1)), 2)
         return None
+    # (a cache of 0 tokens / 0 blocks is no allocation: the profile left nothing, and the error follows)
     if match := KV_TOKENS.search(text):
-        return int(match.group(1).replace(",", "")), memo.get("kv_gib_hint")
+        tokens = int(match.group(1).replace(",", ""))
+        return (tokens, memo.get("kv_gib_hint")) if tokens else None
     if match := V0_BLOCKS.search(text):
-        return int(match.group(1)) * memo.get("block_size", DEFAULT_BLOCK_SIZE), memo.get("kv_gib_hint")
+        blocks = int(match.group(1))
+        return (blocks * memo.get("block_size", DEFAULT_BLOCK_SIZE), memo.get("kv_gib_hint")) if blocks else None
     if match := BLOCK_SIZE.search(text):
         memo["block_size"] = int(match.group(1))
     return None

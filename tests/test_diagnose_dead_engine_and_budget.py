@@ -1,0 +1,121 @@
+"""An engine that died under a running server, a memory profile that left no KV cache, Ascend's HCCL by error code.
+
+Each log is written fresh from the real wording of the code that prints it, not copied from a corpus log:
+- vLLM's EngineDeadError (vllm/v1/engine/exceptions.py: "EngineCore encountered an issue. See stack trace (above) for
+  the root cause.") raised in a request handler (entrypoints/openai/serving_chat.py) while requests in flight are
+  still answered "200 OK"; SGLang's scheduler giving up ("Scheduler terminated after {n} consecutive errors. Last
+  error: {e}", srt/managers/scheduler.py);
+- vLLM V0's worker.py memory profile ("model weights take ...; the rest of the memory reserved for KV Cache is
+  %.2fGiB."), V0's engine ("# GPU blocks: %d, # CPU blocks: %d"), V1's kv_cache_utils.py ("GPU KV cache size: %s
+  tokens");
+- CANN's HCCL error codes with the error's name in front ("Get_Socket_Timeout(EI0006): Getting socket times out.")
+  and the operator layer's report ("Nnopbase fails to invoke the HcclAllocComResourceByTiling function of the hccl
+  module").
+"""
+
+from __future__ import annotations
+
+from bot.diagnose import diagnose
+
+_SERVING = "(APIServer pid=88) ERROR 12-03 06:01:{:02d} [serving_chat.py:1012] "
+_ACCESS = '(APIServer pid=88) INFO:     10.0.0.5:{} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+
+
+def _vllm_died_while_serving() -> str:
+    head = [
+        "(APIServer pid=88) INFO 12-03 06:00:01 [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000",
+        "(APIServer pid=88) INFO:     Application startup complete.",
+        _ACCESS.format(50112),
+        _ACCESS.format(50118),
+    ]
+    trace = [
+        "Error in chat completion stream generator.",
+        "Traceback (most recent call last):",
+        '  File "/opt/vllm/vllm/entrypoints/openai/serving_chat.py", line 544, in chat_completion_stream_generator',
+        "    async for res in result_generator:",
+        '  File "/opt/vllm/vllm/v1/engine/async_llm.py", line 402, in generate',
+        "    out = q.get_nowait() or await q.get()",
+        '  File "/opt/vllm/vllm/v1/engine/output_processor.py", line 57, in get',
+        "    raise output",
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
+        "root cause.",
+    ]
+    return "\n".join(head + [_SERVING.format(7) + line for line in trace] + [_ACCESS.format(50131)])
+
+
+def test_an_engine_dead_under_a_running_server_is_a_crash_even_with_later_200s() -> None:
+    result = diagnose(_vllm_died_while_serving())
+    assert result.category == "other", result
+    assert "died while the server was serving" in result.cause
+    assert "EngineDeadError" in result.evidence[0].text
+    assert any("restart" in step for step in result.next_steps)
+    assert not any("before the weights started loading" in step for step in result.next_steps)
+
+
+def test_sglang_scheduler_giving_up_after_repeated_errors_is_a_crash() -> None:
+    log = "\n".join([
+        "[2026-12-03 06:00:05] The server is fired up and ready to roll!",
+        '[2026-12-03 06:00:09] INFO:     127.0.0.1:40112 - "POST /generate HTTP/1.1" 200 OK',
+        "[2026-12-03 06:02:11 TP0] Scheduler hit an exception: RuntimeError: CUDA error: an illegal memory access",
+        "[2026-12-03 06:02:13 TP0] RuntimeError: Scheduler terminated after 3 consecutive errors. Last error: CUDA "
+        "error: an illegal memory access was encountered",
+        '[2026-12-03 06:02:13] INFO:     127.0.0.1:40190 - "GET /health HTTP/1.1" 200 OK',
+    ])
+    result = diagnose(log)
+    assert result.category != "none", result
+
+
+def test_one_requests_error_under_a_running_server_stays_healthy() -> None:
+    log = "\n".join([
+        "(APIServer pid=88) INFO:     Application startup complete.",
+        _SERVING.format(3) + "Error in preprocessing prompt inputs",
+        _SERVING.format(3) + "ValueError: This model's maximum context length is 8192 tokens. However, you requested "
+        "9000 tokens.",
+        _ACCESS.format(50140),
+    ])
+    assert diagnose(log).category == "none"
+
+
+def test_an_engine_that_died_and_came_back_up_is_healthy() -> None:
+    log = "\n".join([
+        "[2026-12-03 06:02:13 TP0] RuntimeError: Scheduler terminated after 3 consecutive errors. Last error: boom",
+        "[2026-12-03 06:05:40] The server is fired up and ready to roll!",
+        '[2026-12-03 06:05:41] INFO:     127.0.0.1:40112 - "POST /generate HTTP/1.1" 200 OK',
+    ])
+    assert diagnose(log).category == "none"
+
+
+def test_a_memory_profile_that_left_no_kv_cache_is_kv_cache_insufficient() -> None:
+    logs = (
+        "INFO 12-03 06:00:00 worker.py:266] Memory profiling takes 3.65 seconds\n"
+        "INFO 12-03 06:00:00 worker.py:266] the current vLLM instance can use total_gpu_memory (7.99GiB) x "
+        "gpu_memory_utilization (0.90) = 7.19GiB\n"
+        "INFO 12-03 06:00:00 worker.py:266] model weights take 7.10GiB; non_torch_memory takes 0.06GiB; PyTorch "
+        "activation peak memory takes 1.08GiB; the rest of the memory reserved for KV Cache is -1.05GiB.\n"
+        "Traceback (most recent call last):",
+        "INFO 12-03 06:00:02 llm_engine.py:431] # GPU blocks: 0, # CPU blocks: 2048\n"
+        "Traceback (most recent call last):",
+        "(EngineCore_DP0 pid=301) INFO 12-03 06:00:02 [kv_cache_utils.py:1087] GPU KV cache size: 0 tokens\n"
+        "(EngineCore_DP0 pid=301) ERROR 12-03 06:00:02 [core.py:708] EngineCore failed to start.",
+    )
+    for log in logs:
+        result = diagnose(log)
+        assert result.category == "kv_cache_insufficient", (log, result)
+
+
+def test_a_real_kv_allocation_is_still_progress_not_a_crash() -> None:
+    log = ("INFO 12-03 06:00:02 llm_engine.py:431] # GPU blocks: 2048, # CPU blocks: 2048\n"
+           "INFO 12-03 06:00:04 model_runner.py:1400] Capturing cudagraphs for decoding.")
+    assert diagnose(log).category == "none"
+
+
+def test_hccl_error_codes_with_their_name_in_front_are_the_collective_library() -> None:
+    logs = (
+        "[PID: 749] 2026-12-03-06:00:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out. Reason: 1. The "
+        "remote does not initiate a connect request.\n        Solution: 1. Check the rank service processes.",
+        "        TraceBack (most recent call last):\n        Nnopbase fails to invoke the "
+        "HcclAllocComResourceByTiling function of the hccl module. ret = 4, comm = 0xfffcc6ed27a0.",
+    )
+    for log in logs:
+        result = diagnose(log)
+        assert result.category == "nccl_error", (log, result)
