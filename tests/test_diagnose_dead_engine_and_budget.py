@@ -1,4 +1,5 @@
-"""An engine that died under a running server, a memory profile that left no KV cache, Ascend's HCCL by error code.
+"""An engine that died under a running server, a memory profile that left no KV cache, Ascend's HCCL by error code,
+Hopper-only kernels on another GPU, HIP's runtime compiler without a GPU.
 
 Each log is written fresh from the real wording of the code that prints it, not copied from a corpus log:
 - vLLM's EngineDeadError (vllm/v1/engine/exceptions.py: "EngineCore encountered an issue. See stack trace (above) for
@@ -10,7 +11,11 @@ Each log is written fresh from the real wording of the code that prints it, not 
   tokens");
 - CANN's HCCL error codes with the error's name in front ("Get_Socket_Timeout(EI0006): Getting socket times out.")
   and the operator layer's report ("Nnopbase fails to invoke the HcclAllocComResourceByTiling function of the hccl
-  module").
+  module");
+- CuTe's TMA descriptor check ("Failed to initialize the TMA descriptor " + the CUresult, 801 =
+  CUDA_ERROR_NOT_SUPPORTED) and a CUDA error raised in FlashAttention 3's hopper/ sources;
+- hiprtc's build log (ROCm clr hiprtcInternal.cpp: "hip runtime failed to load.", "Error: Please provide architecture
+  for which code is to be generated.").
 """
 
 from __future__ import annotations
@@ -119,3 +124,29 @@ def test_hccl_error_codes_with_their_name_in_front_are_the_collective_library() 
     for log in logs:
         result = diagnose(log)
         assert result.category == "nccl_error", (log, result)
+
+
+def test_hopper_only_kernels_on_another_gpu_are_the_gpu_generation() -> None:
+    logs = (
+        "Error: Failed to initialize the TMA descriptor 801\n"
+        "[2026-12-03 06:10:02 TP0] Scheduler hit an exception: RuntimeError: CUDA error: unspecified launch failure",
+        "(EngineCore_DP0 pid=912) CUDA error (/__w/xformers/xformers/third_party/flash-attention/hopper/"
+        "flash_fwd_launch_template.h:188): invalid argument",
+    )
+    for log in logs:
+        result = diagnose(log)
+        assert result.category == "cuda_arch_or_driver", (log, result)
+        assert any("Hopper" in step and "attention backend" in step for step in result.next_steps)
+
+
+def test_a_tma_descriptor_with_a_bad_argument_is_not_called_the_gpu_generation() -> None:
+    assert diagnose("Error: Failed to initialize the TMA descriptor 1").category != "cuda_arch_or_driver"
+
+
+def test_hiprtc_without_the_gpus_isa_is_the_kernel_build() -> None:
+    log = ("(EngineCore_DP0 pid=160843) ERROR 12-03 06:12:31 [core.py:1006] hip runtime failed to load.\n"
+           "(EngineCore_DP0 pid=160843) ERROR 12-03 06:12:31 [core.py:1006] Error: Please provide architecture for "
+           "which code is to be generated.")
+    result = diagnose(log)
+    assert result.category == "jit_compile_failure", result
+    assert any("libamdhip64" in step for step in result.next_steps)

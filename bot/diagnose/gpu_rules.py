@@ -80,6 +80,18 @@ GPU_RULES: tuple[Rule, ...] = (
          _r(r"\b(?:is|are) only supported (?:in|with|by|on) (?:FlashAttention|FA) ?-?v?([34])\b"), 74, 0.7,
          "a feature of this model needs FlashAttention {0}, which this GPU generation cannot run", kind="fa_version",
          unsure=("bad_argument",)),
+    # Hopper-only code failing on another GPU: a TMA descriptor (sm_90+ hardware) the driver refuses with
+    # CUDA_ERROR_NOT_SUPPORTED (801; CUTLASS/CuTe's "Failed to initialize the TMA descriptor 801",
+    # Dao-AILab/flash-attention#1706 on an Orin, sm_87), or a CUDA error raised in FlashAttention 3's sources (its
+    # hopper/ folder: "CUDA error (.../flash-attention/hopper/flash_fwd_launch_template.h:188): invalid argument",
+    # vllm-project/vllm#23231 on an RTX 5090). Other TMA failures (a bad stride, code 1) are a kernel bug: not these.
+    Rule("hopper_only_kernel", "cuda_arch_or_driver",
+         _r(r"Failed to initialize the TMA descriptor 801\b"
+            r"|CUDA error \([^)\n]{0,200}/hopper/[\w/]{0,80}\.(?:h|hpp|cuh?|cpp):\d{1,6}\): (?:invalid argument"
+            r"|no kernel image|invalid device function|operation not supported)"), 73, 0.7,
+         "a kernel written for Hopper GPUs (FlashAttention 3 / TMA) ran on a GPU of another generation",
+         kind="hopper_only",
+         unsure=("other",), any_level=True),
     Rule("min_capability_named", "cuda_arch_or_driver",
          _r(r"only supports? (" + GPU_GENERATIONS + r") GPUs or newer|requires? (?:a )?GPU with compute capability"),
          76, 0.85, "a feature needs a newer GPU generation ({0}) than this one", kind="capability"),

@@ -102,6 +102,14 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"\bsocketPollConnect: Connect to \S{1,80} returned \d{1,3}\((?:No route to host|Network is unreachable)"
            r"|\bProxy Call to rank \d{1,5} failed\b"), 56, 0.7,
          "NCCL could not connect its ranks (network between the GPUs or nodes)", kind="nccl", any_level=True),
+    # HIP's runtime compiler (hiprtc) could not find the GPU's ISA: its build log says "hip runtime failed to load."
+    # and "Error: Please provide architecture for which code is to be generated." (ROCm clr
+    # hipamd/src/hiprtc/hiprtcInternal.cpp, RTCProgram::findIsa; vllm-project/vllm#36167).
+    Rule("hiprtc_no_isa", "jit_compile_failure",
+         r(r"\bPlease provide architecture for which code is to be generated\b|\bISA cannot be found from hip\b"
+           r"|^(?:Error: )?hip runtime failed to load\.?$"), 62, 0.7,
+         "HIP's runtime compiler (hiprtc) could not tell which GPU to build a kernel for (it could not load the HIP "
+         "runtime or find the GPU's ISA)", kind="hiprtc", unsure=("cuda_arch_or_driver",), any_level=True),
     # Triton-Ascend's compiler (bishengir-compile) refusing its target or failing.
     Rule("bishengir_failed", "jit_compile_failure",
          r(r"\bbishengir-compile: [^\n]{0,200}(?:error|Cannot find option|failed)"), 62, 0.65,

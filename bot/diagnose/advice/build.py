@@ -37,6 +37,10 @@ _KINDS = {
     "ascend_compile": "CANN's compiler could not build an operator: the installed CANN toolkit (ascend-toolkit) does "
                       "not match the torch_npu / vllm-ascend release; install the CANN version that release names, "
                       "clear the operator cache (kernel_meta, ASCEND_CACHE_PATH) and relaunch",
+    "hiprtc": "HIP's runtime compiler could not load the HIP runtime (libamdhip64.so) or read the GPU's ISA: check "
+              "that the ROCm runtime the engine's torch was built with is installed and on LD_LIBRARY_PATH "
+              "(/opt/rocm/lib), that the GPU is visible (rocminfo, HIP_VISIBLE_DEVICES), and that the ROCm version "
+              "matches the engine build",
     "build": "a JIT kernel build failed: clear the JIT cache (~/.cache/flashinfer, ~/.cache/triton) and relaunch; "
              "check that nvcc and gcc are installed and match the engine's CUDA version",
 }

@@ -29,6 +29,11 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
         steps.append(f"FlashAttention 2 needs compute capability 8.0 (FA3: 9.0) and {gpu or 'this GPU'} is older: "
                      f"pick an attention backend it runs (vLLM: VLLM_ATTENTION_BACKEND, or {ATTENTION_BACKEND_FLAG}; "
                      f"a Triton or FlexAttention backend), or run on a newer GPU")
+    elif f.kind == "hopper_only":
+        steps.append(f"FlashAttention 3 and TMA kernels run on Hopper (sm_90) only and {gpu or 'this GPU'} is another "
+                     f"generation: pick another attention backend (SGLang: --attention-backend flashinfer or triton; "
+                     f"vLLM: VLLM_FLASH_ATTN_VERSION=2, or VLLM_ATTENTION_BACKEND=FLASHINFER / TRITON_ATTN), or an "
+                     f"engine build whose kernels are for this GPU")
     elif f.kind == "kernel_arch":
         text = f.decisive.text if f.decisive else ""
         steps.append(f"a kernel library has no kernels for {gpu or 'this GPU'}'s architecture "
