@@ -14,6 +14,9 @@ Each log is written fresh from the real wording of the code that prints it, not 
   module");
 - CuTe's TMA descriptor check ("Failed to initialize the TMA descriptor " + the CUresult, 801 =
   CUDA_ERROR_NOT_SUPPORTED) and a CUDA error raised in FlashAttention 3's hopper/ sources;
+- Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" relaying the engine's lines, and a TLS
+  connection reset during start (urllib3's "ProtocolError: ('Connection aborted.', ConnectionResetError(104,
+  'Connection reset by peer'))"; CPython's ssl "[SSL: CERTIFICATE_VERIFY_FAILED]");
 - hiprtc's build log (ROCm clr hiprtcInternal.cpp: "hip runtime failed to load.", "Error: Please provide architecture
   for which code is to be generated.").
 """
@@ -150,3 +153,42 @@ def test_hiprtc_without_the_gpus_isa_is_the_kernel_build() -> None:
     result = diagnose(log)
     assert result.category == "jit_compile_failure", result
     assert any("libamdhip64" in step for step in result.next_steps)
+
+
+def test_a_wrapper_relaying_lines_in_pythons_dashed_logging_format_is_read_through() -> None:
+    from bot.logevents import normalize_line
+
+    relayed = normalize_line("2026-12-03 06:20:13,365 - pipeline - INFO - RuntimeError: CUDA error: out of memory")
+    assert relayed.text == "RuntimeError: CUDA error: out of memory"
+    assert relayed.level is None  # a relay logs every line at INFO: that says nothing of the line
+    own = normalize_line("2026-12-03 06:20:13,365 - pipeline - ERROR - server exited with code 1")
+    assert (own.text, own.level) == ("server exited with code 1", "ERROR")
+
+
+def test_a_tls_connection_reset_while_starting_is_the_hub_with_other_as_the_alternative() -> None:
+    prefix = "2026-12-03 06:20:13,365 - __main__ - INFO - "
+    log = "\n".join(prefix + line for line in [
+        '  File "/usr/lib/python3.11/ssl.py", line 1382, in do_handshake',
+        "    self._sslobj.do_handshake()",
+        "urllib3.exceptions.ProtocolError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by "
+        "peer'))",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/opt/env/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 1773, in '
+        "run_scheduler_process",
+    ])
+    result = diagnose(log)
+    assert result.category == "hub_access", result
+    assert "other" in result.alternatives
+    certificate = diagnose("requests.exceptions.SSLError: HTTPSConnectionPool(host='huggingface.co', port=443): "
+                           "Max retries exceeded (Caused by SSLError(SSLCertVerificationError(1, '[SSL: "
+                           "CERTIFICATE_VERIFY_FAILED] certificate verify failed')))")
+    assert certificate.category == "hub_access"
+
+
+def test_a_reset_from_the_servers_own_address_is_not_the_hub() -> None:
+    log = ("urllib3.exceptions.ProtocolError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset "
+           "by peer')) while requesting http://127.0.0.1:30000/generate")
+    assert diagnose(log).category != "hub_access"

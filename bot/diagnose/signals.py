@@ -339,6 +339,16 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     Rule("remote_fetch_url", "hub_access", r(r"error sending request for url \(https?://"), 71, 0.75,
          "the engine could not download a file it needs at start (no Internet access?)", kind="network",
          any_level=True),
+    # A TLS connection to a remote host that was reset or refused (urllib3's "ProtocolError: ('Connection aborted.',
+    # ConnectionResetError(104, 'Connection reset by peer'))" out of ssl.py's do_handshake, allenai/olmocr#159;
+    # Python's "[SSL: CERTIFICATE_VERIFY_FAILED]", a proxy intercepting TLS): at start the engine's only TLS peer is
+    # the model hub. Not a local address (SGLang's warm-up request to its own server is plain HTTP).
+    Rule("tls_connection_failed", "hub_access",
+         r(r"ProtocolError: \('Connection aborted\.', ConnectionResetError\(104\b|\[SSL: [A-Z_]{3,60}\]"
+           r"|\bSSLEOFError\b|\bSSLZeroReturnError\b"), 60, 0.55,
+         "a TLS connection to a remote host (the model hub, at start) was reset or refused: no direct Internet "
+         "access, or a proxy in the way", kind="network", unsure=("other",), any_level=True,
+         exclude=r(r"localhost|127\.0\.0\.1|0\.0\.0\.0")),
     Rule("remote_fetch_failed", "hub_access",
          r(r"failed to download or load vocab file|Failed to load Harmony encoding"), 70, 0.75,
          "the engine could not download a file it needs at start (no Internet access?)",

@@ -86,8 +86,11 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
        r"|/jit_kernel/|tvm_ffi/|triton/compiler/", depth=6, exclude=r"out of memory|no kernel image|" + CAPABILITY),
     _s("torch_compile_frames", "jit_compile_failure", r".", 60, 0.7, "torch.compile failed ({0})",
        kind="torch_compile", frames=r"torch/_inductor/|torch/_dynamo/", depth=6, exclude=r"out of memory"),
+    # (urllib3's ProtocolError "('Connection aborted.', ConnectionResetError(104, ...))" and http.client's
+    # RemoteDisconnected / IncompleteRead: a connection the network or a proxy cut mid-download)
     _s("hub_frames", "hub_access", r"(?:HTTPError|ConnectionError|Timeout|MaxRetryError|NotFoundError|OSError"
-       r"|SSLError|ProxyError|NameResolutionError|EntryNotFoundError)$", 66, 0.75,
+       r"|SSLError|ProxyError|NameResolutionError|EntryNotFoundError|ProtocolError|ConnectionResetError"
+       r"|RemoteDisconnected|IncompleteRead|ChunkedEncodingError)$", 66, 0.75,
        "the engine could not fetch from the model hub ({0})", kind="network",
        frames=r"huggingface_hub/|modelscope/hub|requests/adapters\.py|urllib3/", depth=6),
     _s("safetensors_frames", "model_files_missing_or_corrupt", r".", 64, 0.75,

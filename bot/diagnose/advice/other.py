@@ -119,7 +119,8 @@ def _first_step(f: Finding, s: PlanView) -> str:
                    f"installed " \
                    f"{package} does not match what this engine release expects: install the {package} version the " \
                    f"engine pins (see its requirements)"
-        return f"the engine raised {exc.qualname}{context}: not a known misconfiguration, most likely an engine bug " \
+        raised = f"the engine raised {exc.qualname}" if exc.qualname else "the engine failed"
+        return f"{raised}{context}: not a known misconfiguration, most likely an engine bug " \
                f"or a version mismatch between the engine and its packages (torch, transformers, flashinfer)"
     return f"the engine stopped{context} without an error this diagnoser knows; the quoted lines are the last errors"
 
