@@ -105,6 +105,14 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                        "its own IP (VLLM_HOST_IP, --dist-init-addr / --master-addr of the node that listens), and "
                        "run a container with host networking when it must bind the host's IP")
         return steps, None
+    elif f.kind == "hybrid_kv":
+        steps.append("this model keeps different KV caches per layer (sliding window, Mamba or linear attention) and "
+                     "needs vLLM's hybrid KV-cache manager: drop --disable-hybrid-kv-cache-manager, and a KV connector "
+                     "or KV offloading that turns it off (LMCache, --kv-transfer-config, --kv-offloading-*) unless its "
+                     "release supports hybrid models")
+    elif f.kind == "moe_backend_value":
+        steps.append(f"pick one of the values the message lists for moe_backend (\"{exception_message(text)[:200]}\"), "
+                     f"or leave it unset so vLLM chooses")
     elif f.kind == "attention_backend":
         backend = f.match.group(1) if f.match is not None else "the selected backend"
         steps.append(f"{backend} cannot run this model or GPU (the engine's reason is quoted): unset the backend "

@@ -34,6 +34,11 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
                      f"generation: pick another attention backend (SGLang: --attention-backend flashinfer or triton; "
                      f"vLLM: VLLM_FLASH_ATTN_VERSION=2, or VLLM_ATTENTION_BACKEND=FLASHINFER / TRITON_ATTN), or an "
                      f"engine build whose kernels are for this GPU")
+    elif f.kind == "no_backend":
+        steps.append(f"vLLM found no attention backend for this model on {gpu or 'this GPU'}; the reasons it lists "
+                     f"per backend say what rules each out (the compute capability, sparse MLA, an FP8 KV cache): "
+                     f"drop a setting named there (--kv-cache-dtype fp8, a forced backend), or run on a GPU generation "
+                     f"a backend supports for this model, or a newer vLLM")
     elif f.kind == "kernel_arch":
         text = f.decisive.text if f.decisive else ""
         steps.append(f"a kernel library has no kernels for {gpu or 'this GPU'}'s architecture "
@@ -121,6 +126,11 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
         return ([f"the installed engine build has no quantized GEMM for {gpu or 'this GPU'}'s capability: run the "
                  f"bf16/fp16 checkpoint, or a quantization whose kernels cover this GPU (GPTQ/AWQ through Marlin on "
                  f"compute capability 8.0+), or an engine build compiled for this architecture"], None)
+    if f.kind == "moe_backend":
+        return ([f"none of this build's MoE kernels for the checkpoint's quantization runs on {gpu or 'this GPU'} "
+                 f"with these settings: unset settings that narrow the choice (VLLM_BATCH_INVARIANT, a forced MoE "
+                 f"backend, expert parallelism), or use a checkpoint in a format whose MoE kernels cover this GPU, or "
+                 f"an engine release that added one"], None)
     if f.kind == "unknown":
         return ([f"{s.engine or 'the engine'} {s.plan.engine_version if s.plan and s.plan.engine_version else ''} "
                  f"does not know this quantization method: upgrade the engine or use a checkpoint in a format it "

@@ -130,6 +130,32 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"(?:Available KV cache memory: |memory reserved for KV Cache is )(-\d[\d.]{0,10}) ?GiB"), 72, 0.75,
               "the weights and activations took more than --gpu-memory-utilization allows: {0} GiB left for the KV "
               "cache", any_level=True),
+    # A setting that turned the hybrid KV-cache manager off (--disable-hybrid-kv-cache-manager, a KV connector such
+    # as LMCache's, KV offloading) on a model whose layers keep different caches (sliding window, Mamba, linear
+    # attention): vllm/v1/core/kv_cache_utils.py "Hybrid KV cache manager is disabled but failed to convert the KV
+    # cache specs to one unified type." (vllm-project/vllm#42911, kaito-project/kaito#2008).
+    CrashRule("hybrid_kv_manager_off", "bad_argument",
+              _r(r"Hybrid KV cache manager is disabled but failed to convert the KV cache specs"), 80, 0.75,
+              "a launch setting turned vLLM's hybrid KV-cache manager off, and this model's layers need different "
+              "KV caches (sliding window, Mamba or linear attention)", kind="hybrid_kv", any_level=True),
+    # No attention backend of this build fits the model on this GPU (vllm/v1/attention/selector.py / platforms:
+    # "No valid attention backend found for cuda with AttentionSelectorConfig(...). Reasons: {...}", each backend's
+    # reasons naming the compute capability, sparse MLA, the KV dtype; vllm-project/vllm#54059 on sm_89).
+    CrashRule("no_attention_backend", "cuda_arch_or_driver",
+              _r(r"No valid attention backend found for (\w{2,10})\b"), 74, 0.6,
+              "no attention backend of this vLLM build runs this model's attention on this GPU ({0})",
+              kind="no_backend", unsure=("bad_argument",), any_level=True),
+    # vLLM's MoE kernel oracle: no backend of a quantization's MoE path for this GPU and settings ("No MXFP4 MoE
+    # backend supports the deployment configuration.", vllm-project/vllm#57821), and a backend named by setting that
+    # the path does not offer ("moe_backend='emulation' is not supported for FP8 MoE. Expected one of [...]",
+    # vllm-project/vllm#46752): the setting's value.
+    CrashRule("no_quantized_moe_backend", "quantization_unsupported",
+              _r(r"No (\w{2,20}) MoE backend supports the deployment configuration"), 78, 0.75,
+              "no {0} MoE kernel of this vLLM build supports this GPU and configuration", kind="moe_backend",
+              unsure=("cuda_arch_or_driver",), any_level=True),
+    CrashRule("moe_backend_value", "bad_argument",
+              _r(r"\bmoe_backend='?([\w.-]{1,40})'? is not supported for (\w{2,20}) MoE\. Expected one of"), 84, 0.85,
+              "moe_backend '{0}' is not one the {1} MoE path offers", kind="moe_backend_value", any_level=True),
     CrashRule("kv_zero_blocks", "kv_cache_insufficient",
               _r(r"# (?:[GNX]PU|gpu|npu) blocks: 0\b|\b[GNX]PU KV cache size: 0 tokens"), 72, 0.75,
               "the memory profile left room for no KV cache block at all (weights and activations took what "

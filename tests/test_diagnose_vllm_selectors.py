@@ -1,0 +1,45 @@
+"""vLLM's selectors refusing a launch: the hybrid KV-cache manager turned off, no attention backend for the model on
+this GPU, no MoE kernel for the quantization, a forced MoE backend the path does not offer.
+
+Each line is written fresh in the words of vLLM's own messages (see planners/engines/vllm/crash_rules.py for where
+each comes from), with the engine core's prefix vLLM V1 logs them under; not copied from a corpus log.
+"""
+
+from __future__ import annotations
+
+from bot.diagnose import diagnose
+
+_CORE = "(EngineCore_DP0 pid=4410) ERROR 12-03 06:30:02 [core.py:1100] "
+
+
+def test_the_hybrid_kv_manager_turned_off_is_the_launch_setting() -> None:
+    result = diagnose(_CORE + "ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache "
+                              "specs to one unified type.", engine="vllm")
+    assert result.category == "bad_argument", result
+    assert any("--disable-hybrid-kv-cache-manager" in step for step in result.next_steps)
+
+
+def test_no_attention_backend_for_the_model_on_this_gpu_is_the_gpu_with_the_setting_as_alternative() -> None:
+    log = "\n".join([
+        _CORE + "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, "
+                "dtype=torch.bfloat16, kv_cache_dtype=fp8, use_mla=True, use_sparse=True).",
+        _CORE + "Reasons: {FLASHMLA: [compute capability not supported], TRITON_MLA: [sparse not supported]}",
+    ])
+    result = diagnose(log, engine="vllm")
+    assert result.category == "cuda_arch_or_driver", result
+    assert "bad_argument" in result.alternatives
+    assert any("--kv-cache-dtype" in step for step in result.next_steps)
+
+
+def test_no_moe_kernel_for_the_quantization_is_the_quantization() -> None:
+    result = diagnose(_CORE + "NotImplementedError: No NVFP4 MoE backend supports the deployment configuration.",
+                      engine="vllm")
+    assert result.category == "quantization_unsupported", result
+    assert "NVFP4" in result.cause
+
+
+def test_a_forced_moe_backend_the_path_does_not_offer_is_the_setting() -> None:
+    result = diagnose(_CORE + "ValueError: moe_backend='cutlass' is not supported for MXFP4 MoE. Expected one of "
+                              "['triton', 'marlin', 'flashinfer_trtllm']", engine="vllm")
+    assert result.category == "bad_argument", result
+    assert "cutlass" in result.cause and any("moe_backend" in step for step in result.next_steps)
