@@ -17,6 +17,8 @@ Each log is written fresh from the real wording of the code that prints it, not 
 - Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" relaying the engine's lines, and a TLS
   connection reset during start (urllib3's "ProtocolError: ('Connection aborted.', ConnectionResetError(104,
   'Connection reset by peer'))"; CPython's ssl "[SSL: CERTIFICATE_VERIFY_FAILED]");
+- Kunlun's XCCL ("[XCCL][init.cpp:<n>] ... check failed") and CANN's missing operator kernels ("Get path and read
+  binary_info_config.json failed, please check if the opp_kernel package is installed!");
 - hiprtc's build log (ROCm clr hiprtcInternal.cpp: "hip runtime failed to load.", "Error: Please provide architecture
   for which code is to be generated.").
 """
@@ -192,3 +194,18 @@ def test_a_reset_from_the_servers_own_address_is_not_the_hub() -> None:
     log = ("urllib3.exceptions.ProtocolError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset "
            "by peer')) while requesting http://127.0.0.1:30000/generate")
     assert diagnose(log).category != "hub_access"
+
+
+def test_an_accelerators_own_collective_library_failing_is_the_collective_library() -> None:
+    log = ("[XCCL][util.cpp:346] dev 1 addr_window not properly set\n"
+           "[XCCL][init.cpp:1227] host 10.0.0.8 addr_window check failed\n"
+           "RuntimeError: Engine core initialization failed. See root cause above.")
+    assert diagnose(log).category == "nccl_error"
+
+
+def test_cann_without_its_operator_kernels_is_a_missing_package() -> None:
+    log = ("ERROR 12-03 06:40:17 engine.py:400] call aclnnAddRmsNorm failed, detail:EZ1001: [PID: 77] Get path and "
+           "read binary_info_config.json failed, please check if the opp_kernel package is installed!")
+    result = diagnose(log)
+    assert result.category == "missing_dependency", result
+    assert any("opp_kernel" in step for step in result.next_steps)

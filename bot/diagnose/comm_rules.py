@@ -44,6 +44,14 @@ COMM_RULES: tuple[Rule, ...] = (
             r"|fails to invoke the Hccl\w{1,60} function of the hccl module"
             r"|^\[ERROR\] HCCL\(\d{1,10},[\w.-]{1,40}\)"),
          58, 0.8, "Ascend's collective library (HCCL) failed between the NPUs", kind="hccl", any_level=True),
+    # The other accelerators' collective libraries, NCCL's counterparts: Kunlun's XCCL/BKCL ("[XCCL][init.cpp:1227]
+    # host ... addr_window check failed", "error code= 1(at .../torch_xmlir/csrc/new_xccl/XCCLUtils.hpp:53)",
+    # baidu/vLLM-Kunlun#382), Cambricon's CNCL, Moore Threads' MCCL, Intel's oneCCL: a failure or error of theirs.
+    Rule("accelerator_ccl_error", "nccl_error",
+         _r(r"^\[(?:XCCL|BKCL|CNCL|MCCL)\]\[[\w.]{1,60}:\d{1,6}\][^\n]{0,200}\b(?:failed|error|timeout|timed out)\b"
+            r"|/new_xccl/XCCLUtils\.hpp:\d{1,6}|\b(?:BKCL|CNCL|MCCL|oneCCL|XCCL) (?:error|failed|timeout)\b"),
+         57, 0.75, "the accelerator's collective library (XCCL / BKCL / CNCL / MCCL, its NCCL) failed between its devices", kind="nccl",
+         any_level=True),
     # RDMA between GPUs and nodes outside NCCL: NVSHMEM (DeepEP's transport: "ibrc.cpp:418: non-zero status: 22
     # ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM initialization has completed", nvshmem
     # src/modules/transport/ibrc, src/host/init) and the memory registration of PD disaggregation's KV transfer

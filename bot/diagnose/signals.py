@@ -241,6 +241,13 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          r(r"Could not run '([\w.]{1,60}::\w{1,120})' with arguments from the '(\w{1,30})' backend"), 73, 0.8,
          "the installed build of a compiled package has no {1} kernel for {0}: it was built for another backend or "
          "GPU (a CPU-only or mismatched wheel)", kind="binary", unsure=("cuda_arch_or_driver",)),
+    # CANN's operator kernel package missing: an aclnn op cannot read its kernels' binary_info_config.json ("EZ1001:
+    # ... Get path and read binary_info_config.json failed, please check if the opp_kernel package is installed!",
+    # vllm-project/vllm-ascend#573): the CANN install lacks a package (Ascend's opp kernels).
+    Rule("cann_kernel_package_missing", "missing_dependency",
+         r(r"please check if the opp_kernel package is installed|read binary_info_config\.json failed"), 74, 0.8,
+         "the CANN install lacks its operator kernel package (opp_kernel): an Ascend op found no kernel binaries",
+         kind="cann_package", any_level=True),
     # torch.distributed's other backends and its rendezvous (gloo, c10d TCPStore) failing between ranks or nodes.
     Rule("distributed_transport", "nccl_error",
          r(r"\[?Gloo\]?[^\n]{0,120}(?:error|fail|refused|timed? ?out|reset)"

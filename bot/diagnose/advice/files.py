@@ -103,6 +103,10 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
         package = PACKAGES.get(operator.group(1), operator.group(1))
         steps.append(f"{package} was built for another torch than the one installed (its compiled operators do not "
                      f"register): install the {package} release that matches the installed torch")
+    elif f.kind == "cann_package":
+        steps.append("install the CANN operator kernel package (the Ascend-cann-kernels / opp_kernel package for this "
+                     "NPU model and CANN version) next to the toolkit, source its set_env.sh (ASCEND_OPP_PATH) in the "
+                     "engine's environment, and relaunch; in a container use an image that ships the kernels")
     elif f.kind == "missing_symbol" and f.match is not None:
         steps.append(f"the installed {f.match.group(2)} has no {f.match.group(1)}: that library comes with a toolkit "
                      f"(CUDA, CANN, ROCm) older or other than the one this package was built for; install the "
