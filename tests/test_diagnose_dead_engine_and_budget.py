@@ -75,6 +75,19 @@ def test_sglang_scheduler_giving_up_after_repeated_errors_is_a_crash() -> None:
     assert result.category != "none", result
 
 
+def test_v0s_api_server_saying_its_engine_is_dead_after_serving_is_a_crash() -> None:
+    log = "\n".join([
+        "INFO 12-03 06:50:31 metrics.py:455] Avg prompt throughput: 2082.8 tokens/s, Avg generation throughput: 194.4 "
+        "tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 4.8%, CPU KV cache usage: "
+        "0.0%.",
+        'INFO:     172.27.0.4:60994 - "POST /v1/chat/completions HTTP/1.0" 200 OK',
+        "CRITICAL 12-03 06:50:34 launcher.py:101] MQLLMEngine is already dead, terminating server process",
+    ])
+    result = diagnose(log)
+    assert result.category == "other", result
+    assert "died while the server was serving" in result.cause
+
+
 def test_one_requests_error_under_a_running_server_stays_healthy() -> None:
     log = "\n".join([
         "(APIServer pid=88) INFO:     Application startup complete.",

@@ -52,7 +52,8 @@ from bot.diagnose.reading import FRAME as _FRAME, continued, drop_handled, prepa
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
 from bot.diagnose.own_death import own_error_behind_kill
-from bot.diagnose.unknown import SIGKILL_EXIT_CODES, error_after_ready, import_behind_inspection, unrecognised
+from bot.diagnose.unknown import (SIGKILL_EXIT_CODES, engine_death, error_after_ready, import_behind_inspection,
+                                  unrecognised)
 from bot.diagnose.version_check import engine_too_old
 from bot.logevents import detect_engine_of
 from bot.models import Diagnosis, HostFacts, LaunchPlan
@@ -347,7 +348,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
             return healthy_diagnosis(lines, health, error=finding.decisive)
     if finding is None:
         finding = warmup_refusal_end(lines, health) or unrecognised(lines, exit_code, health, structure) \
-            or error_shaped_end(lines, health)
+            or error_shaped_end(lines, health) or engine_death(lines, health)
     if finding is None:
         return healthy_diagnosis(lines, health, error_last=error_after_ready(lines, health))
     speculative = bool(plan and plan.speculative not in (None, "none")) \

@@ -246,6 +246,16 @@ def unrecognised(lines: list[LogLine], exit_code: int | None, health: Health,
     return _died_serving(found, health) if found is not None else None
 
 
+def engine_death(lines: list[LogLine], health: Health) -> Finding | None:
+    """The engine said it is gone under a running server and no error line says more (V0's "MQLLMEngine is already
+    dead, terminating server process" at CRITICAL after the requests it served): the crash is that line."""
+    if not health.died_while_up:
+        return None
+    decisive = lines[health.dead_pos]
+    return _died_serving(Finding(category="other", confidence=0.3, decisive=decisive, pos=health.dead_pos,
+                                 cause=decisive.text[:160], kind="root_cause_elsewhere"), health)
+
+
 def _died_serving(finding: Finding, health: Health) -> Finding:
     """The engine said it is gone (EngineDeadError, SGLang's scheduler giving up) after the server had answered
     requests: a crash of a running server, whose HTTP port may still answer; said so rather than "failed to start"."""
