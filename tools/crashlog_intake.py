@@ -103,6 +103,11 @@ def main() -> int:
         assert match is not None
         count = per_thread.get(source, 0)
         stem = f"{entry['engine']}-{match['repo']}-{match['number']}" + (f"-{count + 1}" if count else "")
+        if (args.into / f"{stem}.json").exists() and not count:
+            # (two owners' repos of one name, Ascend/sglang#668 and sgl-project/sglang#668: never overwrite)
+            print(f"refused {path}: {stem}.json is taken by another repository's thread of that number")
+            refused += 1
+            continue
         out = {key: entry[key] for key in KEYS}
         out["split"], out["batch"] = split_of(source), args.batch
         (args.into / f"{stem}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
