@@ -1,5 +1,6 @@
 """vLLM's selectors refusing a launch: the hybrid KV-cache manager turned off, no attention backend for the model on
-this GPU, no MoE kernel for the quantization, a forced MoE backend the path does not offer.
+this GPU, no MoE kernel for the quantization, a forced MoE backend the path does not offer, a multimodal flag refused
+because the release does not know the model as multimodal.
 
 Each line is written fresh in the words of vLLM's own messages (see planners/engines/vllm/crash_rules.py for where
 each comes from), with the engine core's prefix vLLM V1 logs them under; not copied from a corpus log.
@@ -43,3 +44,13 @@ def test_a_forced_moe_backend_the_path_does_not_offer_is_the_setting() -> None:
                               "['triton', 'marlin', 'flashinfer_trtllm']", engine="vllm")
     assert result.category == "bad_argument", result
     assert "cutlass" in result.cause and any("moe_backend" in step for step in result.next_steps)
+
+
+def test_a_multimodal_flag_refused_for_a_multimodal_checkpoint_is_the_architecture_not_the_flag() -> None:
+    log = ("(APIServer pid=1) INFO 12-03 07:00:01 [utils.py:253] non-default args: {'model': 'org/NewVL-9B', "
+           "'limit_mm_per_prompt': {'image': 4}}\n"
+           "(APIServer pid=1) ValueError: `limit_mm_per_prompt` is only supported for multimodal models.")
+    result = diagnose(log, engine="vllm")
+    assert result.category == "unsupported_architecture", result
+    assert "bad_argument" in result.alternatives
+    assert any("multimodal" in step for step in result.next_steps)

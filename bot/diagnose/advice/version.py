@@ -85,6 +85,9 @@ _KIND_WORDS = {
     "v1": "the engine's V1 engine does not run it",
     "fallback": "the engine has no native implementation and its generic Transformers fallback class cannot run it",
     "engine_too_old": "this engine release predates it (and so does the transformers it ships with)",
+    "not_multimodal": "this release does not know it as a multimodal model (vLLM refused --limit-mm-per-prompt for "
+                      "it): its multimodal implementation came in a later release, or config.json's architectures "
+                      "names a text-only class; for a text-only model drop --limit-mm-per-prompt",
     "inspect": "the engine could not load its implementation of it (\"failed to be inspected\": the model module "
                "failed to import; the subprocess's error names the package)",
 }

@@ -163,6 +163,14 @@ RULES: tuple[CrashRule, ...] = (
     # A model class that supports only some versions of its family (vllm/model_executor/models/minicpmv.py:
     # "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: (4, 5)"): this vLLM predates the
     # checkpoint's version.
+    # vllm/config (ModelConfig): "`limit_mm_per_prompt` is only supported for multimodal models." when the checkpoint
+    # is a multimodal one (the user passed the flag for its images): this release does not register its architecture
+    # as multimodal (vllm-project/vllm#14949 Phi-4-multimodal, zai-org/GLM-V#9 GLM-4.1V on release day,
+    # MoonshotAI/Kimi-VL#15 on 0.8.4); the flag is the alternative, for a text-only model.
+    CrashRule("not_registered_multimodal", "unsupported_architecture",
+              _r(r"`?limit_mm_per_prompt`? is only supported for multimodal models"), 76, 0.65,
+              "this vLLM does not know the model as a multimodal architecture (it refused --limit-mm-per-prompt)",
+              kind="not_multimodal", unsure=("bad_argument",), any_level=True),
     CrashRule("model_version_unsupported", "unsupported_architecture",
               _r(r"\b(\w{2,40}) only supports versions? \d[\d., and]{0,80}"), 74, 0.75,
               "this engine version's {0} implementation does not support the checkpoint's model version"),
