@@ -39,7 +39,9 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"fired up and ready to roll|Application startup complete|Decode batch(?: \[\d{1,12}\])?[.,]"
         r"|Prefill batch(?: \[\d{1,12}\])?[.,]"
         r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
-        r"|run_batch|event_loop_(?:normal|overlap)", re.IGNORECASE)),
+        r"|run_batch|event_loop_(?:normal|overlap)"
+        # (vLLM V1's engine-core loop runs only once the engine is up)
+        r"|run_busy_loop|_process_engine_step", re.IGNORECASE)),
 )
 
 #: PyTorch's OOM message always mentions "private pools (e.g., CUDA Graphs)": not a sign of graph capture.
@@ -61,7 +63,9 @@ OOM_BY_PHASE: dict[str, tuple[str, str | None, str]] = {
                 "CUDA out of memory in the memory-profiling pass: weights plus activations for the largest batch do "
                 "not fit"),
     "graph": ("cuda_graph_oom", "oom", "CUDA out of memory while capturing CUDA graphs"),
-    "serving": ("kv_cache_insufficient", "runtime",
-                "CUDA out of memory while serving: the KV pool leaves too little room for activations"),
+    # (not kv_cache_insufficient, the taxonomy's start-up shortfall: here the pool was allocated and too large)
+    "serving": ("other", "runtime",
+                "CUDA out of memory while serving, after the server was up: the KV pool leaves too little room for a "
+                "batch's activations"),
     "unknown": ("gpu_oom_weights", None, "CUDA out of memory (the phase is not in the log: most often the weights)"),
 }

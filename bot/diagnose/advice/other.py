@@ -6,7 +6,7 @@ which process failed and what to capture.
 
 from __future__ import annotations
 
-from bot.diagnose.advice.memory import advise_busy_gpu
+from bot.diagnose.advice.memory import advise_busy_gpu, advise_kv
 from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.types import Advice, Finding
 from bot.diagnose.advice.version import installed_version
@@ -128,6 +128,8 @@ def _first_step(f: Finding, s: PlanView) -> str:
 def advise_other(f: Finding, s: PlanView) -> Advice:
     if f.kind == "busy_gpu" and f.match is not None:
         return advise_busy_gpu(f, s)
+    if f.kind == "runtime":  # an OOM while serving: the memory outside the KV pool, as the KV advice sizes it
+        return advise_kv(f, s)
     steps = [_first_step(f, s)]
     unsure = _unsure_step(f)
     if unsure:
