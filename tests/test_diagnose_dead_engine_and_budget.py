@@ -19,6 +19,8 @@ Each log is written fresh from the real wording of the code that prints it, not 
   'Connection reset by peer'))"; CPython's ssl "[SSL: CERTIFICATE_VERIFY_FAILED]");
 - Kunlun's XCCL ("[XCCL][init.cpp:<n>] ... check failed") and CANN's missing operator kernels ("Get path and read
   binary_info_config.json failed, please check if the opp_kernel package is installed!");
+- ROCm's "Memory access fault by GPU node-N ... Reason: ..." under vLLM's per-size capture line ("Capturing a
+  cudagraph on (FULL,BatchDescriptor(...))", compilation/cuda_graph.py);
 - hiprtc's build log (ROCm clr hiprtcInternal.cpp: "hip runtime failed to load.", "Error: Please provide architecture
   for which code is to be generated.").
 """
@@ -222,3 +224,26 @@ def test_cann_without_its_operator_kernels_is_a_missing_package() -> None:
     result = diagnose(log)
     assert result.category == "missing_dependency", result
     assert any("opp_kernel" in step for step in result.next_steps)
+
+
+def test_a_kernel_fault_while_cuda_graphs_are_captured_is_the_capture_with_the_kernel_bug_as_alternative() -> None:
+    log = "\n".join([
+        "(Worker_TP0 pid=3098) DEBUG 12-03 07:10:34 [compilation/cuda_graph.py:239] Capturing a cudagraph on "
+        "(FULL,BatchDescriptor(num_tokens=32, num_reqs=32, uniform=True))",
+        "Memory access fault by GPU node-2 (Agent handle: 0x460e3a50) on address 0x7ec4dfe0e000. Reason: Page not "
+        "present or supervisor privilege.",
+    ])
+    result = diagnose(log, engine="vllm")
+    assert result.category == "cuda_graph_oom", result
+    assert "other" in result.alternatives
+    assert any("--enforce-eager" in step for step in result.next_steps)
+    assert result.fix is not None and result.fix.overrides.disable_cuda_graph
+
+
+def test_the_same_fault_after_capture_ended_is_not_called_the_capture() -> None:
+    log = "\n".join([
+        "[2026-12-03 07:10:30 TP0] Capture cuda graph begin. This can take up to several minutes.",
+        "[2026-12-03 07:10:41 TP0] Capture cuda graph end. Time elapsed: 11.02 s.",
+        "[2026-12-03 07:10:44 TP0] RuntimeError: CUDA error: an illegal memory access was encountered",
+    ])
+    assert diagnose(log, engine="sglang").category != "cuda_graph_oom"

@@ -318,6 +318,13 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
                   else (score, placed) for area, (score, placed) in zip(AREAS, scores)]
     reached = _phase_when(structure, finding.pos)
+    if finding.kind == "kernel_crash" and reached == "graphs_capturing":
+        # A kernel crash while CUDA graphs were being captured (the capture began and never ended): the taxonomy's
+        # "failure during CUDA graph capture", with the kernel bug as the alternative.
+        finding.category, finding.kind, finding.rule = "cuda_graph_oom", "capture_crash", "area:cuda_graph_oom"
+        finding.cause = f"a GPU kernel crashed while CUDA graphs were being captured: {finding.cause}"
+        finding.confidence, finding.alternatives = 0.55, ["other"]
+        return
     scores = [(0, False) if area.phase and area.phase != reached and not _raised_in_phase(area, chain) else
               (score + _PHASE_PRIOR, placed) if area.phase else (score, placed)
               for area, (score, placed) in zip(AREAS, scores)]

@@ -190,6 +190,13 @@ def advise_kv(f: Finding, s: PlanView) -> Advice:
 
 def advise_graph(f: Finding, s: PlanView) -> Advice:
     flag_bs, flag_mf, flag_off = s.flag("graph_bs"), s.flag("mem_fraction"), s.flag("no_graph")
+    if f.kind == "capture_crash":
+        # Not memory: a kernel faulted inside the capture; without graphs the start shows whether capture is the cause.
+        return ([f"a kernel crashed inside the CUDA graph capture: relaunch with {flag_off} to confirm the capture "
+                 f"is the trigger; then try a piecewise / smaller capture ({flag_bs} 8) or another attention "
+                 f"backend, and rerun with CUDA_LAUNCH_BLOCKING=1 (AMD_SERIALIZE_KERNEL=3 on ROCm) to name the kernel",
+                 *s.shared_steps()],
+                Fix(summary="no CUDA graphs (isolates the capture)", overrides=PlanOverrides(disable_cuda_graph=True)))
     current_bs = s.graph_bs
     smaller_bs = max(1, min(16, current_bs // 2)) if current_bs else 16
     steps = [f"capture CUDA graphs for fewer batch sizes: {flag_bs} {smaller_bs}"
