@@ -19,6 +19,8 @@ Each log is written fresh from the real wording of the code that prints it, not 
   'Connection reset by peer'))"; CPython's ssl "[SSL: CERTIFICATE_VERIFY_FAILED]");
 - Kunlun's XCCL ("[XCCL][init.cpp:<n>] ... check failed") and CANN's missing operator kernels ("Get path and read
   binary_info_config.json failed, please check if the opp_kernel package is installed!");
+- SGLang's /health when the scheduler stopped answering ("Health check failed. Server couldn't get a response from
+  detokenizer for last N seconds.", srt/entrypoints/http_server.py);
 - ROCm's "Memory access fault by GPU node-N ... Reason: ..." under vLLM's per-size capture line ("Capturing a
   cudagraph on (FULL,BatchDescriptor(...))", compilation/cuda_graph.py);
 - hiprtc's build log (ROCm clr hiprtcInternal.cpp: "hip runtime failed to load.", "Error: Please provide architecture
@@ -247,3 +249,21 @@ def test_the_same_fault_after_capture_ended_is_not_called_the_capture() -> None:
         "[2026-12-03 07:10:44 TP0] RuntimeError: CUDA error: an illegal memory access was encountered",
     ])
     assert diagnose(log, engine="sglang").category != "cuda_graph_oom"
+
+
+def test_sglang_failing_its_health_check_as_the_tail_ends_is_a_hung_server() -> None:
+    health_failed = ("Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+                     "tic start time: 07:20:54. last_heartbeat time: 07:15:53")
+    log = "\n".join([
+        "[2026-12-03 07:15:00] The server is fired up and ready to roll!",
+        '[2026-12-03 07:15:40] INFO:     10.1.1.4:43954 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        f"[2026-12-03 07:21:14] {health_failed}",
+        '[2026-12-03 07:21:14] INFO:     10.1.1.4:60098 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    ])
+    result = diagnose(log, engine="sglang")
+    assert result.category == "other", result
+    assert "health check failed" in result.cause and any("py-spy" in step for step in result.next_steps)
+    recovered = log + '\n[2026-12-03 07:22:30] INFO:     10.1.1.4:43990 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    assert diagnose(recovered, engine="sglang").category == "none"
+    # before the server was up the same line is a long start-up step answering /health late, not a hang
+    assert "hung" not in diagnose(f"[2026-12-03 07:21:14] {health_failed}", engine="sglang").cause

@@ -89,7 +89,7 @@ _GUESSED_KILLS = frozenset({"engine_died"})
 
 
 #: Rules whose line means a stalled engine only once the server has been up (bot/diagnose/rules.py).
-_STALLS_ONLY_AFTER_START = frozenset({"shm_broadcast_stall"})
+_STALLS_ONLY_AFTER_START = frozenset({"shm_broadcast_stall", "health_check_stall"})
 
 
 def _killed_from_outside(finding: Finding) -> bool:
@@ -185,7 +185,9 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
     ]
     if not usable:
         return None
-    best = max(usable, key=lambda hit: (hit.rule.priority, -hit.pos))
+    # The first line of a cause, except a stall's: a hang is told by its last report (an earlier one it recovered from)
+    best = max(usable, key=lambda hit: (hit.rule.priority,
+                                        hit.pos if hit.rule.name in _STALLS_ONLY_AFTER_START else -hit.pos))
     line = lines[best.pos]
     finding = Finding(category=best.rule.category, cause=_format_cause(best.rule.cause, best.match),
                       confidence=best.rule.confidence, kind=best.rule.kind, decisive=line, match=best.match,

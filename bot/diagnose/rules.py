@@ -354,6 +354,13 @@ RULES: tuple[Rule, ...] = (
          _r(r"\bNo available shared memory broadcast block found in (\d{1,6}) seconds?\b"), 28, 0.5,
          "a worker of the engine has not answered for {0} s (vLLM's shared-memory broadcast): the engine is hung",
          kind="stall", any_level=True),
+    # SGLang's /health when the scheduler stopped answering (srt/entrypoints/http_server.py health_generate: "Health
+    # check failed. Server couldn't get a response from detokenizer for last N seconds."), logged without a level
+    # while the HTTP server still runs: a hung scheduler, only after the server was up (sgl-project/sglang#10856).
+    Rule("health_check_stall", "other",
+         _r(r"\bHealth check failed\. Server couldn't get a response from detokenizer for last (\d{1,6}) seconds"), 28,
+         0.5, "the server's health check failed: its scheduler has not answered for {0} s (hung, not crashed)",
+         kind="stall", any_level=True),
     Rule("segfault", "other", _r(r"Segmentation fault|\bSIGSEGV\b|Fatal Python error"), 35, 0.55,
          "the engine crashed in native code (segmentation fault)", kind="segfault"),
     # ------------------------------------------------------------------ killed from outside
