@@ -12,7 +12,7 @@ reach the engine's log unchanged, so they are engine-neutral. Sources, each the 
 - Python's ``enum``: ``ValueError: 'x' is not a valid LoadFormat`` (Lib/enum.py ``EnumType.__call__``) for a setting
   whose values are an enum, as verl passed to SGLang (verl-project/verl#1068);
 - transformers' GGUF loader (modeling_gguf_pytorch_utils.py ``load_gguf_checkpoint``): "GGUF model with architecture
-  qwen3 is not supported yet." until a newer transformers maps it (sgl-project/sglang#6281);
+  qwen3 is not supported yet." until a newer transformers maps it (sgl-project/sglang#6281, vllm-project/vllm#42229);
 - torch's op namespace without an op the engine's compiled extension should have registered: "'_OpNamespace' '_C'
   object has no attribute 'gptq_marlin_repack'" (vllm-project/vllm#19727 on ROCm; vllm-project/vllm#5501 after a
   failed import); which category it is depends on what else the tail says (``bot/diagnose/ops.py``).
@@ -48,10 +48,13 @@ LIBRARY_RULES: tuple[Rule, ...] = (
          r(r"'([^'\n]{1,80})' is not a valid ([A-Z][A-Za-z0-9]{1,60})\b"), 64, 0.7,
          "'{0}' is not one of the values {1} accepts: a setting was given a value this engine version does not know",
          kind="value"),
-    Rule("gguf_architecture_unknown", "transformers_too_old",
-         r(r"GGUF model with architecture ([\w.-]{1,60}) is not supported yet"), 76, 0.75,
-         "the installed transformers cannot read a GGUF file of architecture {0} (its GGUF loader predates it)",
-         unsure=("unsupported_architecture",)),
+    # The GGUF format for an architecture the loader does not map: the model's quantized (GGUF) form is what is not
+    # supported (vLLM serves most such models from safetensors; the dev collections file it under the quantization 3
+    # times in 5, the others under transformers and the architecture), so both are the alternatives.
+    Rule("gguf_architecture_unknown", "quantization_unsupported",
+         r(r"GGUF model with architecture ([\w.-]{1,60}) is not supported yet"), 76, 0.65,
+         "a GGUF file of architecture {0} cannot be loaded: the installed transformers' GGUF loader does not map that "
+         "architecture", kind="gguf", unsure=("transformers_too_old", "unsupported_architecture")),
     # A launcher that embeds Python (ai-dynamo/dynamo's dynamo-run, a Rust binary) and could not import the engine:
     # "Failed to import python 'vllm' module. Are we running in the correct venv?" (ai-dynamo/dynamo#441).
     Rule("engine_package_unimportable", "missing_dependency",

@@ -110,6 +110,19 @@ STRUCTURE_RULES: tuple[StructureRule, ...] = (
     # attribute 'mlp_only_layers'", QwenLM/Qwen3#724, fixed by a newer transformers; raised through transformers/
     # configuration_utils.py __getattribute__): the installed transformers does not match the model. Below the
     # fallback-class and speculative rules, which place the same AttributeError when their frames are on the stack.
+    # A field every text model's config has (hidden_size, num_hidden_layers, vocab_size, ...) or a multimodal config's
+    # parts (vision_config, text_config) missing: the config object is of another shape than the engine's model code
+    # expects (a wrapper config of remote code, "'InternVLChatConfig' object has no attribute 'hidden_size'",
+    # sgl-project/sglang#3182; a checkpoint of another family under a known name, "'LlavaConfig' object has no
+    # attribute 'vision_config'", apple/ml-fastvlm#28): the engine does not support this model's form, not an old
+    # transformers (which has such basic fields in every release).
+    _s("config_shape_unexpected", "unsupported_architecture", r"^AttributeError$", 51, 0.55,
+       "the model's config is not of the shape this engine's model code reads ({0}): the engine does not support "
+       "this checkpoint's form of the architecture", kind="config_shape",
+       message=r"^'[A-Z]\w{0,80}Config' object has no attribute '(?:hidden_size|num_hidden_layers|num_attention_heads"
+               r"|num_key_value_heads|vocab_size|intermediate_size|max_position_embeddings|vision_config|text_config"
+               r"|llm_config|language_config)'",
+       unsure=("transformers_too_old", "model_files_missing_or_corrupt")),
     _s("config_field_missing", "transformers_too_old", r"^AttributeError$", 50, 0.55,
        "the installed transformers' config class lacks a field this model's code reads ({0})",
        kind="config_field", message=r"^'[A-Z]\w{0,80}Config' object has no attribute '\w{1,80}'",

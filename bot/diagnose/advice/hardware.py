@@ -126,6 +126,10 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
         return ([f"the installed engine build has no quantized GEMM for {gpu or 'this GPU'}'s capability: run the "
                  f"bf16/fp16 checkpoint, or a quantization whose kernels cover this GPU (GPTQ/AWQ through Marlin on "
                  f"compute capability 8.0+), or an engine build compiled for this architecture"], None)
+    if f.kind == "gguf":
+        return (["serve the model's safetensors checkpoint (or a non-GGUF quantization of it: AWQ, GPTQ, FP8) instead "
+                 "of the GGUF file; a newer transformers may map this GGUF architecture (its GGUF loader's "
+                 "supported list names them), and the engine must support the architecture itself"], None)
     if f.kind == "moe_backend":
         return ([f"none of this build's MoE kernels for the checkpoint's quantization runs on {gpu or 'this GPU'} "
                  f"with these settings: unset settings that narrow the choice (VLLM_BATCH_INVARIANT, a forced MoE "

@@ -88,6 +88,9 @@ _KIND_WORDS = {
     "not_multimodal": "this release does not know it as a multimodal model (vLLM refused --limit-mm-per-prompt for "
                       "it): its multimodal implementation came in a later release, or config.json's architectures "
                       "names a text-only class; for a text-only model drop --limit-mm-per-prompt",
+    "config_shape": "its config.json is not of the shape the engine's model code reads (a wrapper or remote-code "
+                    "config, or a checkpoint of another family under a known architecture name): use the checkpoint "
+                    "format the engine's supported-models list names for it",
     "inspect": "the engine could not load its implementation of it (\"failed to be inspected\": the model module "
                "failed to import; the subprocess's error names the package)",
 }

@@ -1,0 +1,34 @@
+"""A model config of another shape than the engine's model code reads, against a transformers config class that
+predates a field: the attribute named tells them apart.
+
+Written fresh in Python's AttributeError wording for a config object (transformers' configuration_utils.py
+__getattribute__ raises it), not copied from a corpus log.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+_FRAME = ('  File "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/models/{0}.py", line 88, in __init__\n'
+          "    self.hidden_size = config.{1}\n")
+
+
+@pytest.mark.parametrize(("module", "config", "field"), [
+    ("internvl", "InternVLChatConfig", "hidden_size"),
+    ("llava", "LlavaConfig", "vision_config"),
+    ("qwen2", "CustomVLConfig", "num_hidden_layers"),
+])
+def test_a_basic_field_missing_means_the_config_is_of_another_shape(module: str, config: str, field: str) -> None:
+    log = (f"Traceback (most recent call last):\n{_FRAME.format(module, field)}"
+           f"AttributeError: '{config}' object has no attribute '{field}'")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "unsupported_architecture", result
+    assert "transformers_too_old" in result.alternatives
+
+
+def test_a_newer_field_missing_is_still_an_old_transformers() -> None:
+    log = (f"Traceback (most recent call last):\n{_FRAME.format('qwen2_moe', 'mlp_only_layers')}"
+           "AttributeError: 'Qwen2MoeConfig' object has no attribute 'mlp_only_layers'")
+    assert diagnose(log, exit_code=1).category == "transformers_too_old"
