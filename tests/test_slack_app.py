@@ -151,12 +151,18 @@ class Harness:
         assert any(t.startswith("✅ ready at") for t in self.texts(thread_ts)), self.texts(thread_ts)
 
     async def close(self) -> None:
+        await self.stop_serving()
+        await settle()
+        await self.release()
+
+    async def stop_serving(self) -> None:
         # The bot stops following (a cancelled stream ends when its server does), and the servers are stopped.
         stopping = asyncio.create_task(self.service.stop())
         await asyncio.sleep(0)
         await asyncio.to_thread(stop_servers, self.sim, self.deployments())
         await stopping
-        await settle()
+
+    async def release(self) -> None:
         await self.session.close()
         await self.slack.stop()
         self.store.close()
@@ -257,8 +263,13 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[HarnessFactory]:
         return harness
 
     yield make
+    # Every harness stops serving before the loop settles once: settling after the first alone would wait out the
+    # second's running tasks.
     for harness in made:
-        await harness.close()
+        await harness.stop_serving()
+    await settle()
+    for harness in made:
+        await harness.release()
 
 
 @pytest.fixture
