@@ -59,6 +59,10 @@ _PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUC
 #: format, which wrappers such as allenai/olmocr use to relay the engine's output: "2025-04-03 12:06:13,365 -
 #: __main__ - INFO - Traceback ...").
 _DASH_FIELDS = re.compile(r"^-\s{1,3}([\w.<>-]{1,60})\s{1,3}-\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,3}-(?:\s|$)")
+#: After a timestamp, "<pid> <logger> <LEVEL> [<file>:<function>():<line>]", the format KServe's model servers log in
+#: ("2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start model server: ...").
+_NAMED_LEVEL = re.compile(r"^(?:\d{1,10}\s{1,3})?[\w.-]{1,60}\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,3}"
+                          r"\[[^\]\n]{1,160}\]\s?")
 #: A wrapper relaying a child's output stream logs every line of it at one level of its own (FastChat: stdout at
 #: INFO, stderr at ERROR): that level says which pipe, not how grave the line is.
 _RELAYED_STREAMS = frozenset({"stdout", "stderr"})
@@ -116,6 +120,10 @@ def normalize_line(line: str) -> NormalizedLine:
         if match:
             stamp = stamp or ("full", f"{match.group(1)} {match.group(2)}.{(match.group(3) or '0'):0<6}")
             text = text[match.end():]
+            named = _NAMED_LEVEL.match(text)
+            if named:
+                level = level or _LEVEL_NAMES.get(named.group(1), named.group(1))
+                text = text[named.end():]
             dashed = _DASH_FIELDS.match(text)
             if dashed:
                 # (a wrapper relaying the engine's lines logs them all at INFO: only a graver level is the line's)

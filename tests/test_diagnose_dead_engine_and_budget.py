@@ -14,7 +14,8 @@ Each log is written fresh from the real wording of the code that prints it, not 
   module");
 - CuTe's TMA descriptor check ("Failed to initialize the TMA descriptor " + the CUresult, 801 =
   CUDA_ERROR_NOT_SUPPORTED) and a CUDA error raised in FlashAttention 3's hopper/ sources;
-- Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" relaying the engine's lines, and a TLS
+- Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" relaying the engine's lines, KServe's
+  "<time> <pid> <logger> <LEVEL> [<file>:<function>():<line>]", and a TLS
   connection reset during start (urllib3's "ProtocolError: ('Connection aborted.', ConnectionResetError(104,
   'Connection reset by peer'))"; CPython's ssl "[SSL: CERTIFICATE_VERIFY_FAILED]");
 - Kunlun's XCCL ("[XCCL][init.cpp:<n>] ... check failed") and CANN's missing operator kernels ("Get path and read
@@ -182,6 +183,17 @@ def test_a_wrapper_relaying_lines_in_pythons_dashed_logging_format_is_read_throu
     assert relayed.level is None  # a relay logs every line at INFO: that says nothing of the line
     own = normalize_line("2026-12-03 06:20:13,365 - pipeline - ERROR - server exited with code 1")
     assert (own.text, own.level) == ("server exited with code 1", "ERROR")
+
+
+def test_kserves_logging_format_is_read_through_and_its_failed_start_is_a_crash() -> None:
+    from bot.logevents import normalize_line
+
+    line = ("2026-12-03 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start model server: "
+            "integer division or modulo by zero")
+    normalized = normalize_line(line)
+    assert (normalized.text, normalized.level) == (
+        "Failed to start model server: integer division or modulo by zero", "ERROR")
+    assert diagnose(line).category == "other"
 
 
 def test_a_tls_connection_reset_while_starting_is_the_hub_with_other_as_the_alternative() -> None:
