@@ -54,3 +54,11 @@ def test_a_multimodal_flag_refused_for_a_multimodal_checkpoint_is_the_architectu
     assert result.category == "unsupported_architecture", result
     assert "bad_argument" in result.alternatives
     assert any("multimodal" in step for step in result.next_steps)
+
+
+def test_the_v1_engine_built_under_vllm_use_v1_false_is_the_environment_setting() -> None:
+    result = diagnose("ValueError: Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False. This should not happen. As a "
+                      "workaround, try using AsyncLLMEngine.from_vllm_config(...) or explicitly set VLLM_USE_V1=0 or 1",
+                      engine="vllm")
+    assert result.category == "bad_argument", result
+    assert any("VLLM_USE_V1" in step for step in result.next_steps)

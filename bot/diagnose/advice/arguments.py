@@ -110,6 +110,10 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      "needs vLLM's hybrid KV-cache manager: drop --disable-hybrid-kv-cache-manager, and a KV connector "
                      "or KV offloading that turns it off (LMCache, --kv-transfer-config, --kv-offloading-*) unless its "
                      "release supports hybrid models")
+    elif f.kind == "v1_env":
+        steps.append("set VLLM_USE_V1 once, before anything imports vllm, in the environment of every process that "
+                     "builds the engine (a launcher's Ray workers need it in their runtime_env), or unset it and let "
+                     "the release choose; a framework pinning an older engine API may need its own upgrade")
     elif f.kind == "moe_backend_value":
         steps.append(f"pick one of the values the message lists for moe_backend (\"{exception_message(text)[:200]}\"), "
                      f"or leave it unset so vLLM chooses")

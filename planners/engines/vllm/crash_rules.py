@@ -156,6 +156,14 @@ RULES: tuple[CrashRule, ...] = (
     CrashRule("moe_backend_value", "bad_argument",
               _r(r"\bmoe_backend='?([\w.-]{1,40})'? is not supported for (\w{2,20}) MoE\. Expected one of"), 84, 0.85,
               "moe_backend '{0}' is not one the {1} MoE path offers", kind="moe_backend_value", any_level=True),
+    # The V1 engine class chosen while the environment says V0 (vllm/engine/async_llm_engine.py: "Using V1
+    # AsyncLLMEngine, but envs.VLLM_USE_V1=False. This should not happen. As a workaround, try using
+    # AsyncLLMEngine.from_vllm_config(...) or explicitly set VLLM_USE_V1=0 or 1", rllm-org/rllm#262): the
+    # launcher's environment setting, not the model.
+    CrashRule("v1_env_mismatch", "bad_argument",
+              _r(r"Using V1 \w{0,30}Engine, but envs\.VLLM_USE_V1=False"), 80, 0.8,
+              "the V1 engine was built while the environment says VLLM_USE_V1=False: the launcher's environment and "
+              "the engine class disagree", kind="v1_env", any_level=True),
     CrashRule("kv_zero_blocks", "kv_cache_insufficient",
               _r(r"# (?:[GNX]PU|gpu|npu) blocks: 0\b|\b[GNX]PU KV cache size: 0 tokens"), 72, 0.75,
               "the memory profile left room for no KV cache block at all (weights and activations took what "
