@@ -30,6 +30,8 @@ Each log is written fresh from the real wording of the code that prints it, not 
 
 from __future__ import annotations
 
+import pytest
+
 from bot.diagnose import diagnose
 
 _SERVING = "(APIServer pid=88) ERROR 12-03 06:01:{:02d} [serving_chat.py:1012] "
@@ -113,40 +115,34 @@ def test_an_engine_that_died_and_came_back_up_is_healthy() -> None:
     assert diagnose(log).category == "none"
 
 
-def test_a_memory_profile_that_left_no_kv_cache_is_kv_cache_insufficient() -> None:
-    logs = (
-        "INFO 12-03 06:00:00 worker.py:266] Memory profiling takes 3.65 seconds\n"
-        "INFO 12-03 06:00:00 worker.py:266] the current vLLM instance can use total_gpu_memory (7.99GiB) x "
-        "gpu_memory_utilization (0.90) = 7.19GiB\n"
-        "INFO 12-03 06:00:00 worker.py:266] model weights take 7.10GiB; non_torch_memory takes 0.06GiB; PyTorch "
-        "activation peak memory takes 1.08GiB; the rest of the memory reserved for KV Cache is -1.05GiB.\n"
-        "Traceback (most recent call last):",
-        "INFO 12-03 06:00:02 llm_engine.py:431] # GPU blocks: 0, # CPU blocks: 2048\n"
-        "Traceback (most recent call last):",
-        "(EngineCore_DP0 pid=301) INFO 12-03 06:00:02 [kv_cache_utils.py:1087] GPU KV cache size: 0 tokens\n"
-        "(EngineCore_DP0 pid=301) ERROR 12-03 06:00:02 [core.py:708] EngineCore failed to start.",
-    )
-    for log in logs:
-        result = diagnose(log)
-        assert result.category == "kv_cache_insufficient", (log, result)
+@pytest.mark.parametrize(("log", "category"), [
+    # a memory profile that left no KV cache: V0's worker, V0's engine, V1's kv_cache_utils
+    ("INFO 12-03 06:00:00 worker.py:266] Memory profiling takes 3.65 seconds\n"
+     "INFO 12-03 06:00:00 worker.py:266] the current vLLM instance can use total_gpu_memory (7.99GiB) x "
+     "gpu_memory_utilization (0.90) = 7.19GiB\n"
+     "INFO 12-03 06:00:00 worker.py:266] model weights take 7.10GiB; non_torch_memory takes 0.06GiB; PyTorch "
+     "activation peak memory takes 1.08GiB; the rest of the memory reserved for KV Cache is -1.05GiB.\n"
+     "Traceback (most recent call last):", "kv_cache_insufficient"),
+    ("INFO 12-03 06:00:02 llm_engine.py:431] # GPU blocks: 0, # CPU blocks: 2048\n"
+     "Traceback (most recent call last):", "kv_cache_insufficient"),
+    ("(EngineCore_DP0 pid=301) INFO 12-03 06:00:02 [kv_cache_utils.py:1087] GPU KV cache size: 0 tokens\n"
+     "(EngineCore_DP0 pid=301) ERROR 12-03 06:00:02 [core.py:708] EngineCore failed to start.", "kv_cache_insufficient"),
+    # HCCL's error codes with the error's name in front, and the operator layer's failed HCCL call
+    ("[PID: 749] 2026-12-03-06:00:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out. Reason: 1. The "
+     "remote does not initiate a connect request.\n        Solution: 1. Check the rank service processes.",
+     "nccl_error"),
+    ("        TraceBack (most recent call last):\n        Nnopbase fails to invoke the "
+     "HcclAllocComResourceByTiling function of the hccl module. ret = 4, comm = 0xfffcc6ed27a0.", "nccl_error"),
+])
+def test_a_wording_of_the_round_is_its_category(log: str, category: str) -> None:
+    result = diagnose(log)
+    assert result.category == category, result
 
 
 def test_a_real_kv_allocation_is_still_progress_not_a_crash() -> None:
     log = ("INFO 12-03 06:00:02 llm_engine.py:431] # GPU blocks: 2048, # CPU blocks: 2048\n"
            "INFO 12-03 06:00:04 model_runner.py:1400] Capturing cudagraphs for decoding.")
     assert diagnose(log).category == "none"
-
-
-def test_hccl_error_codes_with_their_name_in_front_are_the_collective_library() -> None:
-    logs = (
-        "[PID: 749] 2026-12-03-06:00:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out. Reason: 1. The "
-        "remote does not initiate a connect request.\n        Solution: 1. Check the rank service processes.",
-        "        TraceBack (most recent call last):\n        Nnopbase fails to invoke the "
-        "HcclAllocComResourceByTiling function of the hccl module. ret = 4, comm = 0xfffcc6ed27a0.",
-    )
-    for log in logs:
-        result = diagnose(log)
-        assert result.category == "nccl_error", (log, result)
 
 
 def test_hopper_only_kernels_on_another_gpu_are_the_gpu_generation() -> None:
