@@ -26,6 +26,7 @@ from pydantic import Field, TypeAdapter
 
 from bot.models import Frozen
 from bot.redact import redact
+from bot.logfields import logger_fields
 from planners.engines import registry
 from planners.engines.base import LogDialect
 
@@ -53,19 +54,6 @@ _PY_LEVEL = re.compile(
 )
 _TORCH_LEVEL = re.compile(r"^\[([WEIF])(?:\d{4}\s[\d:.]+)?\s*[\w./-]*:\d+\]\s*")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?:\s")
-#: After a timestamp, pipe-separated fields of wrapper loggers: FastChat "| ERROR | stderr |", loguru "| INFO |".
-_PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?(?:([\w.:<>-]{1,40})\s*\|\s?)?")
-#: After a timestamp, Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's
-#: format, which wrappers such as allenai/olmocr use to relay the engine's output: "2025-04-03 12:06:13,365 -
-#: __main__ - INFO - Traceback ...").
-_DASH_FIELDS = re.compile(r"^-\s{1,3}([\w.<>-]{1,60})\s{1,3}-\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,3}-(?:\s|$)")
-#: After a timestamp, "<pid> <logger> <LEVEL> [<file>:<function>():<line>]", the format KServe's model servers log in
-#: ("2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start model server: ...").
-_NAMED_LEVEL = re.compile(r"^(?:\d{1,10}\s{1,3})?[\w.-]{1,60}\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,3}"
-                          r"\[[^\]\n]{1,160}\]\s?")
-#: A wrapper relaying a child's output stream logs every line of it at one level of its own (FastChat: stdout at
-#: INFO, stderr at ERROR): that level says which pipe, not how grave the line is.
-_RELAYED_STREAMS = frozenset({"stdout", "stderr"})
 #: A structured (JSON) log line's message field, as wrappers print them ({"level":...,"message":"..."}).
 _JSON_MESSAGE = re.compile(r'^\{?[^"]{0,8}(?:"[\w.-]{1,30}"\s*:\s*(?:"[^"]{0,80}"|[\w.-]{1,40})\s*,\s*){0,8}'
                            r'"(?:message|msg|log|text|error)"\s*:\s*"')
@@ -120,21 +108,8 @@ def normalize_line(line: str) -> NormalizedLine:
         if match:
             stamp = stamp or ("full", f"{match.group(1)} {match.group(2)}.{(match.group(3) or '0'):0<6}")
             text = text[match.end():]
-            named = _NAMED_LEVEL.match(text)
-            if named:
-                level = level or _LEVEL_NAMES.get(named.group(1), named.group(1))
-                text = text[named.end():]
-            dashed = _DASH_FIELDS.match(text)
-            if dashed:
-                # (a wrapper relaying the engine's lines logs them all at INFO: only a graver level is the line's)
-                if dashed.group(2) not in ("DEBUG", "INFO"):
-                    level = level or _LEVEL_NAMES.get(dashed.group(2), dashed.group(2))
-                text = text[dashed.end():]
-            fields = _PIPE_FIELDS.match(text)
-            if fields and fields.end():
-                if fields.group(1) and fields.group(2) not in _RELAYED_STREAMS:
-                    level = level or _LEVEL_NAMES.get(fields.group(1), fields.group(1))
-                text = text[fields.end():]
+            text, named = logger_fields(text)
+            level = level or (_LEVEL_NAMES.get(named, named) if named else None)
         match = _VLLM_LEVEL.match(text)
         if match:
             level = level or _LEVEL_NAMES.get(match.group(1), match.group(1))

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - older Pythons
 #: Modules whose patterns run on text from a host (engine logs, tails): every module of the ``bot.diagnose`` package
 #: (the rule tables may grow new modules) plus the log normaliser/event reader, the redactor and every registered
 #: engine's log dialect and crash rules (``engine_modules``).
-FIXED_MODULES = ("bot.logevents", "bot.redact")
+FIXED_MODULES = ("bot.logfields", "bot.logevents", "bot.redact")
 
 
 def engine_modules() -> list[str]:

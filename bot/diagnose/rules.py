@@ -19,6 +19,7 @@ import re
 from dataclasses import fields
 from functools import lru_cache
 
+from bot.diagnose.build_rules import JIT_TOOL_RULES
 from bot.diagnose.comm_rules import COMM_RULES, GLOO_TRANSPORT
 from bot.diagnose.gpu_rules import GPU_RULES
 from bot.diagnose.types import Rule, r
@@ -252,33 +253,7 @@ RULES: tuple[Rule, ...] = (
     Rule("please_install", "missing_dependency",
          _r(r"\b(?:please install|pip install) ([\w.\[\]-]+)|(?<![\w.-])([\w.-]++) is not installed\b"), 50, 0.65,
          "a required package is not installed ({0}{1})", kind="module", exclude=OPTIONAL_IMPORT),
-) + GPU_RULES + (
-    # ------------------------------------------------------------------ JIT compilation
-    Rule("python_headers", "jit_compile_failure", _r(r"fatal error: Python\.h: No such file or directory"), 82, 0.9,
-         "a JIT build needs the Python development headers (Python.h), which are not installed", kind="python_dev"),
-    Rule("no_c_compiler", "jit_compile_failure",
-         _r(r"Failed to find (?:a )?C(?:\+\+)? compiler|command '(?:gcc|cc|c\+\+|g\+\+)' failed"
-            r"|No such file or directory: '(?:gcc|cc|g\+\+|c\+\+)'"),
-         80, 0.9, "a JIT build needs a C compiler, and none was found", kind="compiler"),
-    Rule("no_nvcc", "jit_compile_failure",
-         _r(r"nvcc:? (?:command )?not found|No such file or directory: '[^']*nvcc'|CUDA_HOME (?:environment variable )?"
-            r"is not set|cannot find CUDA_HOME|Could not find nvcc"),
-         80, 0.9, "a JIT build needs the CUDA toolkit (nvcc / CUDA_HOME), which was not found", kind="nvcc"),
-    Rule("ninja_failed", "jit_compile_failure",
-         _r(r"Ninja build failed|ninja: build stopped|Command '\['ninja'|Error building extension|"
-            r"CalledProcessError: Command '\[[^\]]{0,400}ninja"),
-         78, 0.85, "a JIT kernel build (ninja) failed", kind="ninja"),
-    Rule("ptxas_failed", "jit_compile_failure",
-         # (ptxas's own words when the target is newer than it: "Value 'sm_121a' is not defined for option 'gpu-name'")
-         _r(r"PTXASError|ptxas[^\n]{0,80}\berror\b|ptxas fatal"
-            r"|Value 'sm_\d{2,3}\w?' is not defined for option 'gpu-name'"),
-         70, 0.75,
-         "a Triton kernel failed to compile for this GPU (ptxas)", kind="ptxas",
-         unsure=("quantization_unsupported", "cuda_arch_or_driver")),
-    Rule("torch_compile_failed", "jit_compile_failure",
-         _r(r"torch\._dynamo\.exc\.|torch\._inductor\.exc\.|InductorError|BackendCompilerFailed"
-            r"|triton\.compiler\.errors\.CompilationError"),
-         62, 0.75, "torch.compile / Triton compilation failed", kind="torch_compile"),
+) + GPU_RULES + JIT_TOOL_RULES + (
     # ------------------------------------------------------------------ memory
     Rule("cuda_graph_capture_failed", "cuda_graph_oom",
          _r(r"Capture (?:piecewise )?cuda ?graph failed|operation not permitted when stream is capturing"
