@@ -262,6 +262,7 @@ def _died_serving(finding: Finding, health: Health) -> Finding:
     if not (health.died_while_up and health.served_pos >= 0) or finding.kind not in (None, "root_cause_elsewhere"):
         return finding
     finding.kind = "died_serving"
+    finding.confidence = max(finding.confidence, 0.5)  # a crash for certain; only its cause is not in the tail
     finding.cause = ("the engine died while the server was serving requests (its HTTP port may still answer, every "
                      f"request now fails): {finding.decisive.text[:160] if finding.decisive else finding.cause}")
     return finding

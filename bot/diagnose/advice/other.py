@@ -104,8 +104,8 @@ def _first_step(f: Finding, s: PlanView) -> str:
                f"NCCL collective, a stuck rank), then restart the deployment; if it recurs, relaunch with " \
                f"{s.flag('no_graph')} to see whether CUDA graphs are involved"
     if f.kind == "died_serving":
-        return "the server is down although its port may still answer: restart the deployment (`restart` in this " \
-               "thread); the engine's own traceback (the first ERROR of the engine core / scheduler, before the " \
+        return "the server is down although its port may still answer: restart the deployment (`restart` in its " \
+               "Slack thread); the engine's own traceback (the first ERROR of the engine core / scheduler, before the " \
                "request errors) names the cause: keep the log from the launch on, and note the request or load " \
                "that was running when it died"
     if f.kind == "signal":
