@@ -62,3 +62,24 @@ def test_the_v1_engine_built_under_vllm_use_v1_false_is_the_environment_setting(
                       engine="vllm")
     assert result.category == "bad_argument", result
     assert any("VLLM_USE_V1" in step for step in result.next_steps)
+
+
+def test_one_multimodal_item_over_the_batch_budget_is_the_setting_with_the_number_to_raise_to() -> None:
+    for log in ("(APIServer pid=1) ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger "
+                "than max_num_batched_tokens (512). Please increase max_num_batched_tokens.",
+                "  Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger\n"
+                "  than max_num_batched_tokens (512)."):
+        result = diagnose(log, engine="vllm")
+        assert result.category == "bad_argument", result
+        assert "None" not in result.cause
+        assert any("--max-num-batched-tokens to at least 2496" in step for step in result.next_steps)
+
+
+def test_argparse_usage_without_its_error_line_is_a_refused_argument() -> None:
+    log = ("INFO 12-03 07:40:19 [__init__.py:239] Automatically detected platform cuda.\n"
+           "usage: api_server.py [-h] [--host HOST] [--port PORT] [--uvicorn-log-level {debug,info,warning}]\n"
+           "                     [--chat-template-content-format {auto,string,openai}]")
+    result = diagnose(log, engine="vllm")
+    assert result.category == "bad_argument", result
+    named = diagnose(log + "\napi_server.py: error: unrecognized arguments: --enable-reasoning", engine="vllm")
+    assert "--enable-reasoning" in named.cause

@@ -70,6 +70,12 @@ RULES: tuple[Rule, ...] = (
          "missing required argument(s): {0}"),
     Rule("argparse_ambiguous", "bad_argument", _r(r"error: ambiguous option: (--?[\w-]+)"), 90, 0.9,
          "ambiguous (abbreviated) option {0}"),
+    # argparse prints its usage block to stderr right before "prog: error: ..." (Lib/argparse.py ArgumentParser.error:
+    # print_usage, then exit 2); a tail that shows the usage and not the error line was cut after it
+    # (vllm-project/vllm#17609, a docker logs paste). Below the rules above, which name the refused argument.
+    Rule("argparse_usage_printed", "bad_argument", _r(r"^usage: [\w./-]{1,80} \[-h\]"), 40, 0.55,
+         "the engine printed its usage, as argparse does when it refuses an argument (the error line itself is past "
+         "this tail)", kind="usage", any_level=True),
     Rule("quantization_arg_mismatch", "bad_argument",
          # (the head may be cut off a pasted line: the argument's part still says it)
          _r(r"(?:Quantization method specified in the model config \((\w+)\) )?does not match the quantization method "

@@ -110,6 +110,15 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      "needs vLLM's hybrid KV-cache manager: drop --disable-hybrid-kv-cache-manager, and a KV connector "
                      "or KV offloading that turns it off (LMCache, --kv-transfer-config, --kv-offloading-*) unless its "
                      "release supports hybrid models")
+    elif f.kind == "mm_budget":
+        need = f.match.group(1) if f.match is not None else None
+        steps.append("raise --max-num-batched-tokens" + (f" to at least {need}" if need else "")
+                     + " so one image fits a batch; for a model vLLM does not force it off for (it does for "
+                       "bidirectional multimodal attention, Gemma 3's), leaving chunked multimodal input on also works "
+                       "(drop --disable-chunked-mm-input)")
+    elif f.kind == "usage":
+        steps.append("read the launch's arguments against this version's --help: the refused one is named on the "
+                     "\"error:\" line right after the usage block (keep more of the log to see it)")
     elif f.kind == "v1_env":
         steps.append("set VLLM_USE_V1 once, before anything imports vllm, in the environment of every process that "
                      "builds the engine (a launcher's Ray workers need it in their runtime_env), or unset it and let "

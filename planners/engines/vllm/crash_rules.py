@@ -164,6 +164,15 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"Using V1 \w{0,30}Engine, but envs\.VLLM_USE_V1=False"), 80, 0.8,
               "the V1 engine was built while the environment says VLLM_USE_V1=False: the launcher's environment and "
               "the engine class disagree", kind="v1_env", any_level=True),
+    # The multimodal budget with chunked MM input off (vllm/v1/core/encoder_cache_manager.py
+    # compute_mm_encoder_budget; --disable-chunked-mm-input, which vLLM forces for bidirectional multimodal attention):
+    # "Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens (512). Please
+    # increase max_num_batched_tokens." (decoderesearch/interp-engine#2, Gemma 3 with --max-num-batched-tokens 512).
+    CrashRule("mm_item_over_batch_budget", "bad_argument",
+              _r(r"max_tokens_per_mm_item \((\d{1,9})\) is larger\s{0,3}"
+                 r"(?:than max_num_batched_tokens \((\d{1,9})\))?"),
+              80, 0.8, "one multimodal item needs {0} tokens, more than --max-num-batched-tokens allows{1}",
+              kind="mm_budget", any_level=True),
     CrashRule("kv_zero_blocks", "kv_cache_insufficient",
               _r(r"# (?:[GNX]PU|gpu|npu) blocks: 0\b|\b[GNX]PU KV cache size: 0 tokens"), 72, 0.75,
               "the memory profile left room for no KV cache block at all (weights and activations took what "
