@@ -1,8 +1,8 @@
 """A model config of another shape than the engine's model code reads, against a transformers config class that
-predates a field: the attribute named tells them apart.
+predates a field: the attribute named tells them apart; and a feature refusing the model's attention type.
 
 Written fresh in Python's AttributeError wording for a config object (transformers' configuration_utils.py
-__getattribute__ raises it), not copied from a corpus log.
+__getattribute__ raises it) and SGLang's HiRadixCache check (mem_cache), not copied from a corpus log.
 """
 
 from __future__ import annotations
@@ -32,3 +32,12 @@ def test_a_newer_field_missing_is_still_an_old_transformers() -> None:
     log = (f"Traceback (most recent call last):\n{_FRAME.format('qwen2_moe', 'mlp_only_layers')}"
            "AttributeError: 'Qwen2MoeConfig' object has no attribute 'mlp_only_layers'")
     assert diagnose(log, exit_code=1).category == "transformers_too_old"
+
+
+def test_a_feature_refusing_the_models_attention_type_is_the_flag_that_turned_it_on() -> None:
+    log = ("[2026-12-03 07:50:11 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           "ValueError: HiRadixCache only supports MHA, MLA, and NSA (DSA) models")
+    result = diagnose(log, engine="sglang")
+    assert result.category == "bad_argument", result
+    assert "unsupported_architecture" in result.alternatives
+    assert any("--enable-hierarchical-cache" in step for step in result.next_steps)

@@ -142,6 +142,14 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
            + r"|" + _RAISED + r"[^\n]{0,160}?" + _SETTING_CONSTRAINT + r"[^\n]{0,160}?" + _SETTING_WORDS), 39, 0.45,
          "the engine's check of its settings refused a value or a combination", unsure=("other",),
          exclude=r(OTHER_AREA + r"|\bdivisible\b")),
+    # A feature a flag turned on that refuses the model's attention type ("HiRadixCache only supports MHA, MLA, and
+    # NSA (DSA) models", sglang mem_cache with --enable-hierarchical-cache, sgl-project/sglang#26690): the flag, with
+    # the model's support as the alternative.
+    Rule("feature_attention_kind", "bad_argument",
+         r(r"\b(\w{3,40}) only supports? (?:(?:MHA|MLA|GQA|MQA|NSA|DSA|SWA|Mamba|hybrid|linear[- ]attention|full[- ]"
+           r"attention|dense|MoE)(?: \([A-Z]{2,4}\))?(?:,? and |,? or |, | ){0,1}){1,6}models?\b"), 66, 0.6,
+         "{0}, which a launch setting turned on, does not support this model's attention type",
+         kind="feature_attention", unsure=("unsupported_architecture",), any_level=True),
     Rule("configuration_refused", "bad_argument", r(_RAISED + r"[^\n]{0,200}?(?:" + _CONFIG_REFUSAL + ")"), 38, 0.45,
          "the engine's check of its settings refused this combination", unsure=("other",), exclude=r(OTHER_AREA)),
     # A package the engine checks for at start ("OpenTelemetry is not available ... Ensure OpenTelemetry packages are

@@ -116,6 +116,13 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      + " so one image fits a batch; for a model vLLM does not force it off for (it does for "
                        "bidirectional multimodal attention, Gemma 3's), leaving chunked multimodal input on also works "
                        "(drop --disable-chunked-mm-input)")
+    elif f.kind == "feature_attention":
+        feature = f.match.group(1) if f.match is not None else "the feature"
+        flags = [token for token in s.argv if token.startswith("--enable-") or token.startswith("--disable-")]
+        steps.append(f"{feature} does not serve this model's attention type (\"{exception_message(text)[:160]}\"): "
+                     f"relaunch without the setting that turns it on"
+                     + (f" (the plan passes {', '.join(flags)})" if flags else
+                        " (HiRadixCache: --enable-hierarchical-cache)" if "HiRadix" in feature else ""))
     elif f.kind == "usage":
         steps.append("read the launch's arguments against this version's --help: the refused one is named on the "
                      "\"error:\" line right after the usage block (keep more of the log to see it)")
