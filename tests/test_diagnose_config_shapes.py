@@ -1,5 +1,6 @@
 """A model config of another shape than the engine's model code reads, against a transformers config class that
-predates a field: the attribute named tells them apart; and a feature refusing the model's attention type.
+predates a field: the attribute named tells them apart; a feature refusing the model's attention type; an exception
+out of a launcher's argument parsing.
 
 Written fresh in Python's AttributeError wording for a config object (transformers' configuration_utils.py
 __getattribute__ raises it) and SGLang's HiRadixCache check (mem_cache), not copied from a corpus log.
@@ -41,3 +42,10 @@ def test_a_feature_refusing_the_models_attention_type_is_the_flag_that_turned_it
     assert result.category == "bad_argument", result
     assert "unsupported_architecture" in result.alternatives
     assert any("--enable-hierarchical-cache" in step for step in result.next_steps)
+
+
+def test_an_exception_raised_by_a_launchers_argument_parsing_is_a_refused_argument() -> None:
+    log = ('  File "/opt/env/lib/python3.10/site-packages/swift/llm/base.py", line 36, in _parse_args\n'
+           "    raise ValueError(f'remaining_argv: {remaining_argv}')\n"
+           "ValueError: remaining_argv: ['--vllm_gpu_memory_utilization', '0.5']")
+    assert diagnose(log, exit_code=1).category == "bad_argument"

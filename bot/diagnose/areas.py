@@ -136,7 +136,9 @@ AREAS: tuple[Area, ...] = (
     # that names one of its flags; a --speculative-* flag (vLLM's --speculative-config, SGLang's
     # --speculative-algorithm / --speculative-num-steps / ...) names the drafter's setup, whose area is above.
     Area("bad_argument", "the engine refused a launch setting: {0}",
-         frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py", _I),
+         # (and any launcher's own argument parsing: ms-swift's _parse_args raising "remaining_argv: [...]")
+         frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py"
+                           r"|\b_?parse_(?:known_)?args\b", _I),
          words=re.compile(r"(?<![\w-])--(?!speculative-)[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
     # huggingface_hub's download path (file_download.py hf_hub_download, utils/_http.py and its backoff's "Retrying in
     # 1s [Retry 1/5]."): a start that failed while fetching from the Hub. (Not transformers' cached_file alone: it
