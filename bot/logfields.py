@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 
 #: After a timestamp, pipe-separated fields of wrapper loggers: FastChat "| ERROR | stderr |", loguru "| INFO |".
-_PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?(?:([\w.:<>-]{1,40})\s*\|\s?)?")
+_PIPE_FIELDS = re.compile(r"^\|\s*(?:(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|SUCCESS)\s*\|\s?)?"
+                          r"(?:([\w.:<>-]{1,40})\s*\|\s?)?")
 #: After a timestamp, Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's
 #: format, which wrappers such as allenai/olmocr use to relay the engine's output: "2025-04-03 12:06:13,365 -
 #: __main__ - INFO - Traceback ...").
-_DASH_FIELDS = re.compile(r"^-\s{1,3}([\w.<>-]{1,60})\s{1,3}-\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,3}-(?:\s|$)")
+_DASH_FIELDS = re.compile(r"^-\s{1,3}([\w.<>-]{1,60})\s{1,3}-\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
+                          r"\s{1,3}-(?:\s|$)")
 #: After a timestamp, "<pid> <logger> <LEVEL> [<file>:<function>():<line>]", the format KServe's model servers log in
 #: ("2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start model server: ...").
 _NAMED_LEVEL = re.compile(r"^(?:\d{1,10}\s{1,3})?[\w.-]{1,60}\s{1,3}(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,3}"

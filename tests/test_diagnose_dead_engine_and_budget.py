@@ -126,7 +126,8 @@ def test_an_engine_that_died_and_came_back_up_is_healthy() -> None:
     ("INFO 12-03 06:00:02 llm_engine.py:431] # GPU blocks: 0, # CPU blocks: 2048\n"
      "Traceback (most recent call last):", "kv_cache_insufficient"),
     ("(EngineCore_DP0 pid=301) INFO 12-03 06:00:02 [kv_cache_utils.py:1087] GPU KV cache size: 0 tokens\n"
-     "(EngineCore_DP0 pid=301) ERROR 12-03 06:00:02 [core.py:708] EngineCore failed to start.", "kv_cache_insufficient"),
+     "(EngineCore_DP0 pid=301) ERROR 12-03 06:00:02 [core.py:708] EngineCore failed to start.",
+     "kv_cache_insufficient"),
     # HCCL's error codes with the error's name in front, and the operator layer's failed HCCL call
     ("[PID: 749] 2026-12-03-06:00:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out. Reason: 1. The "
      "remote does not initiate a connect request.\n        Solution: 1. Check the rank service processes.",

@@ -50,7 +50,8 @@ COMM_RULES: tuple[Rule, ...] = (
     Rule("accelerator_ccl_error", "nccl_error",
          _r(r"^\[(?:XCCL|BKCL|CNCL|MCCL)\]\[[\w.]{1,60}:\d{1,6}\][^\n]{0,200}\b(?:failed|error|timeout|timed out)\b"
             r"|/new_xccl/XCCLUtils\.hpp:\d{1,6}|\b(?:BKCL|CNCL|MCCL|oneCCL|XCCL) (?:error|failed|timeout)\b"),
-         57, 0.75, "the accelerator's collective library (XCCL / BKCL / CNCL / MCCL, its NCCL) failed between its devices", kind="nccl",
+         57, 0.75, "the accelerator's collective library (XCCL / BKCL / CNCL / MCCL, its NCCL) failed between its "
+         "devices", kind="nccl",
          any_level=True),
     # RDMA between GPUs and nodes outside NCCL: NVSHMEM (DeepEP's transport: "ibrc.cpp:418: non-zero status: 22
     # ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM initialization has completed", nvshmem

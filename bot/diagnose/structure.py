@@ -68,7 +68,8 @@ MILESTONES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # SGLang 0.5.2x names the role and the pass (model_runner_components/cuda_graph_setup.py: "Capture target decode
     # CUDA graph begin.", "Capture draft extend CUDA graph begin.", "Capture Frozen-KV MTP draft cuda graph begin.").
     ("graphs_capturing", re.compile(r"Capture (?:[\w-]{1,20} ){0,4}cuda graph begin"
-                                    r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing batches|Capturing the model for CUDA graphs"
+                                    r"|Capturing (?:CUDA|cuda) ?graphs?|Capturing cudagraphs|Capturing batches"
+                                    r"|Capturing the model for CUDA graphs"
                                     # (vLLM V1's per-size DEBUG line, compilation/cuda_graph.py)
                                     r"|Capturing a cudagraph on\b",
                                     re.IGNORECASE), 0),

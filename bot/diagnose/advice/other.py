@@ -105,9 +105,9 @@ def _first_step(f: Finding, s: PlanView) -> str:
                f"{s.flag('no_graph')} to see whether CUDA graphs are involved"
     if f.kind == "died_serving":
         return "the server is down although its port may still answer: restart the deployment (`restart` in its " \
-               "Slack thread); the engine's own traceback (the first ERROR of the engine core / scheduler, before the " \
-               "request errors) names the cause: keep the log from the launch on, and note the request or load " \
-               "that was running when it died"
+               "Slack thread); the engine's own traceback (the first ERROR of the engine core / scheduler, before " \
+               "the request errors) names the cause: keep the log from the launch on, and note the request or " \
+               "load that was running when it died"
     if f.kind == "signal":
         return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
     structure = f.structure
