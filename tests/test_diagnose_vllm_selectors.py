@@ -83,3 +83,8 @@ def test_argparse_usage_without_its_error_line_is_a_refused_argument() -> None:
     assert result.category == "bad_argument", result
     named = diagnose(log + "\napi_server.py: error: unrecognized arguments: --enable-reasoning", engine="vllm")
     assert "--enable-reasoning" in named.cause
+
+
+def test_the_kv_check_retold_short_by_the_person_pasting_it_is_still_the_kv_cache() -> None:
+    result = diagnose("ValueError: 1.75 GiB KV cache is needed, available 0.13 GiB", engine="vllm")
+    assert result.category == "kv_cache_insufficient", result

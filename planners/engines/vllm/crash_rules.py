@@ -78,10 +78,12 @@ RULES: tuple[CrashRule, ...] = (
     CrashRule("kv_v1_needed", "kv_cache_insufficient",
               _r(r"To serve at least one request with the models?'s max seq len \((\d+)\)"), 82, 0.9,
               "one request at the full context length {0} needs more KV cache than is left", kind="context"),
-    # The same check's message cut at a console's width, before its numbers.
+    # The same check's message cut at a console's width, before its numbers, or retold short by the person pasting it
+    # ("ValueError: 1.75 GiB KV cache is needed, available 0.13 GiB", allenai/olmocr#269).
     CrashRule("kv_v1_needed_cut", "kv_cache_insufficient",
               _r(r"GiB KV cache is needed, which is larger than the available KV\b"
-                 r"|\blarger than the available KV cache memory \([\d.]+ GiB\)"), 81, 0.85,
+                 r"|\blarger than the available KV cache memory \([\d.]+ GiB\)"
+                 r"|\b[\d.]{1,10} ?GiB KV cache is needed,? (?:but |only )?available:? [\d.]{1,10} ?GiB\b"), 81, 0.85,
               "one request at the full context length needs more KV cache than is left", kind="context"),
     # ------------------------------------------------------------------ the engine process, the platform
     CrashRule("engine_died", "host_oom_killed",
