@@ -49,3 +49,11 @@ def test_an_exception_raised_by_a_launchers_argument_parsing_is_a_refused_argume
            "    raise ValueError(f'remaining_argv: {remaining_argv}')\n"
            "ValueError: remaining_argv: ['--vllm_gpu_memory_utilization', '0.5']")
     assert diagnose(log, exit_code=1).category == "bad_argument"
+
+
+def test_remote_modelling_code_without_what_the_engine_looks_up_is_the_architecture() -> None:
+    log = ("(EngineCore_0 pid=77) ERROR 12-03 08:00:00 [core.py:500] AttributeError: module "
+           "'transformers_modules.org.flash-model.0a1b2c3d.modeling_flash' has no attribute 'FlashForMaskedLM'")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "unsupported_architecture", result
+    assert "transformers_too_old" in result.alternatives

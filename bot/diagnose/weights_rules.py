@@ -42,6 +42,15 @@ WEIGHTS_RULES: tuple[Rule, ...] = (
          r(r"There is no module or parameter named '([\w.]{1,200})' in (" + FALLBACK_CLASS + r")"), 73, 0.7,
          "the engine ran this model through its generic {1} fallback, which has no place for {0}: no native "
          "implementation of the architecture", kind="fallback", unsure=("transformers_too_old",)),
+    # The checkpoint's own modelling code (trust_remote_code: transformers_modules.<org>.<repo>....) without what the
+    # engine looks up in it ("AttributeError: module 'transformers_modules.jinaai.xlm-roberta-flash-implementation.
+    # <rev>.modeling_xlm_roberta' has no attribute ...", vllm-project/vllm#19278): the engine cannot run this
+    # remote-code architecture.
+    Rule("remote_code_lacks_class", "unsupported_architecture",
+         r(r"AttributeError: module 'transformers_modules\.[\w.-]{1,200}' has no attribute\b"), 68, 0.6,
+         "the checkpoint's own modelling code (trust_remote_code) lacks what the engine looks up in it: the engine "
+         "cannot run this remote-code architecture", kind="fallback", unsure=("transformers_too_old", "other"),
+         any_level=True),
     Rule("class_lacks_parameter", "model_files_missing_or_corrupt",
          r(r"There is no module or parameter named '([\w.]{1,200})' in ([A-Z]\w{1,80})\b"), 55, 0.5,
          "the checkpoint has a tensor {0} that the model class {1} does not: its weights are not those of the "
