@@ -1,6 +1,6 @@
 """A model config of another shape than the engine's model code reads, against a transformers config class that
 predates a field: the attribute named tells them apart; a feature refusing the model's attention type; an exception
-out of a launcher's argument parsing.
+out of a launcher's argument parsing; an error pasted above its own launch's start lines.
 
 Written fresh in Python's AttributeError wording for a config object (transformers' configuration_utils.py
 __getattribute__ raises it) and SGLang's HiRadixCache check (mem_cache), not copied from a corpus log.
@@ -57,3 +57,14 @@ def test_remote_modelling_code_without_what_the_engine_looks_up_is_the_architect
     result = diagnose(log, exit_code=1)
     assert result.category == "unsupported_architecture", result
     assert "transformers_too_old" in result.alternatives
+
+
+def test_an_error_pasted_above_its_own_launchs_start_lines_is_kept() -> None:
+    # vLLM logs a start on two lines (api_server.py "vLLM API server version", utils.py "non-default args"): one
+    # launch, so the error a person pasted first is still read; a second launch later in the tail still replaces it.
+    start = ("(APIServer pid=9) INFO 12-03 08:10:15 [api_server.py:1772] vLLM API server version 0.12.0\n"
+             "(APIServer pid=9) INFO 12-03 08:10:15 [utils.py:253] non-default args: {'model_tag': '/m/x.gguf'}\n")
+    pasted = "ValueError: GGUF model with architecture qwen3vlmoe is not supported yet.\n\n" + start
+    assert diagnose(pasted).category == "quantization_unsupported"
+    relaunched = pasted + "(APIServer pid=9) INFO 12-03 08:10:19 [model.py:547] Resolved architecture: X\n" * 5 + start
+    assert diagnose(relaunched).category == "none"

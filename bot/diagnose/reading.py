@@ -116,10 +116,33 @@ def prepare(log_tail: str) -> list[LogLine]:
             and not GENERIC_ERROR.search(line.text)
         previous_text = line.text
     # Only the latest launch counts when a log holds several.
-    starts = [i for i, line in enumerate(lines) if LAUNCH_START.search(line.text)]
+    starts = _launch_starts(lines)
     if len(starts) > 1:  # a single launch keeps its preamble (platform detection comes before the version line)
         lines = lines[starts[-1]:]
     return lines
+
+
+#: A launch logs its start on more than one line (vLLM: "vLLM API server version X", then "non-default args: {...}"):
+#: start lines of different kinds this close together are one launch; the same kind again is the next launch.
+_SAME_LAUNCH_LINES = 4
+
+
+def _launch_starts(lines: list[LogLine]) -> list[int]:
+    """The first start line of each launch in the tail (a paste that puts the error above the launch's own start
+    lines is then one launch, whose error is kept)."""
+    starts: list[int] = []
+    last, kinds = -_SAME_LAUNCH_LINES - 1, set()
+    for pos, line in enumerate(lines):
+        match = LAUNCH_START.search(line.text)
+        if match is None:
+            continue
+        kind = match.group(0)[:12]
+        if pos - last > _SAME_LAUNCH_LINES or kind in kinds:
+            starts.append(pos)
+            kinds = set()
+        kinds.add(kind)
+        last = pos
+    return starts
 
 
 #: Failures the code that prints them catches and goes on from, with the traceback it logs under them: vLLM's chat
