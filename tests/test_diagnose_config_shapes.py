@@ -1,6 +1,7 @@
 """A model config of another shape than the engine's model code reads, against a transformers config class that
 predates a field: the attribute named tells them apart; a feature refusing the model's attention type; an exception
-out of a launcher's argument parsing; an error pasted above its own launch's start lines.
+out of a launcher's argument parsing; an error pasted above its own launch's start lines; a platform's start-up
+allowance running out.
 
 Written fresh in Python's AttributeError wording for a config object (transformers' configuration_utils.py
 __getattribute__ raises it) and SGLang's HiRadixCache check (mem_cache), not copied from a corpus log.
@@ -68,3 +69,11 @@ def test_an_error_pasted_above_its_own_launchs_start_lines_is_kept() -> None:
     assert diagnose(pasted).category == "quantization_unsupported"
     relaunched = pasted + "(APIServer pid=9) INFO 12-03 08:10:19 [model.py:547] Resolved architecture: X\n" * 5 + start
     assert diagnose(relaunched).category == "none"
+
+
+def test_a_platforms_start_up_allowance_running_out_is_the_time_limit() -> None:
+    for line in ("Runner failed with exception: Runner has been initializing for too long: 300 seconds",
+                 'Warning  Unhealthy  kubelet  Container vllm failed startup probe, will be restarted'):
+        result = diagnose(line)
+        assert result.category == "time_limit", result
+        assert not any("Slurm" in step for step in result.next_steps)

@@ -1,5 +1,6 @@
-"""Rules for what the libraries around an engine print when a start fails: Ray's memory monitor, the Hub clients'
-download checks, Python's enum, transformers' GGUF loader, torch's op namespace.
+"""Rules for what the libraries and platforms around an engine print when a start fails: Ray's memory monitor, a
+platform's start-up timeout (Modal, Kubernetes' startup probe), the Hub clients' download checks, Python's enum,
+transformers' GGUF loader, torch's op namespace.
 
 Engines are launched inside these (Ray actors for RL frameworks, the Hub clients for downloads) and their messages
 reach the engine's log unchanged, so they are engine-neutral. Sources, each the library's own text:
@@ -24,6 +25,13 @@ from __future__ import annotations
 from bot.diagnose.types import Rule, r
 
 LIBRARY_RULES: tuple[Rule, ...] = (
+    # A platform's own start-up allowance running out (Modal: "Runner failed with exception: Runner has been
+    # initializing for too long: 300 seconds", modal-labs/modal-examples#1154; Kubernetes' kubelet: "Container ...
+    # failed startup probe, will be restarted"): the taxonomy's time limit, set by the platform instead of Slurm.
+    Rule("platform_startup_timeout", "time_limit",
+         r(r"\bhas been initializing for too long\b|\bfailed startup probe, will be restarted\b"), 78, 0.7,
+         "the platform running the engine stopped it: its start-up took longer than the platform allows",
+         kind="startup_timeout", unsure=("other",), any_level=True),
     Rule("ray_memory_monitor", "host_oom_killed",
          r(r"ray-oom-prevention|Task was killed due to the node running low on memory|ray\.exceptions\."
            r"OutOfMemoryError|which exceeds the memory usage threshold of"), 74, 0.8,

@@ -8,6 +8,15 @@ from bot.diagnose.types import Advice, Finding
 
 
 def advise_time_limit(f: Finding, s: PlanView) -> Advice:
+    if f.kind == "startup_timeout":
+        return ([
+            "the platform that runs the engine stopped it for taking too long to start (its start-up allowance is "
+            "shorter than loading the weights, compiling and capturing CUDA graphs): raise that allowance (Modal: the "
+            "function's timeout / startup timeout; Kubernetes: the startupProbe's failureThreshold x periodSeconds)",
+            "or make the start shorter: weights already on local disk (a volume or cache, not a download at start), "
+            "no CUDA graph capture or torch.compile on the first start (--enforce-eager / --disable-cuda-graph), a "
+            "smaller or quantized checkpoint",
+        ], None)
     return ([
         "Slurm cancelled the job when it reached its time limit: give the host's Slurm backend a longer "
         "`time_limit:` in app.yaml, within the partition's MaxTime (`sinfo -o '%P %l'`), then relaunch",
