@@ -100,10 +100,10 @@ JUDGED_FLOORS = {"blind": 0.77, "fresh": 0.86, "aside": 0.9}
 #: labels the thread settles), 0.931 (488/524) with them (their 127 dev logs: 78 right on arrival, 107 after);
 #: 0.912 (673/738) with batches i-r (their 214 dev logs: 133 right on arrival, 181 after; the first 524: 492);
 #: 0.843 (788/935) with batches s-z (their 197 dev logs: 98 right on arrival, 113 after; the first 738: 675);
-#: 0.834 (817/980) with batches aa-ad (their 45 dev logs: 26 on arrival, 29 after); 0.857 (971/1133) with batches
-#: 2026-12-02af and 2026-12-03a-n (their 153 dev logs: 102 on arrival, 121 after; the first 980: 850).
+#: 0.834 (817/980) with batches aa-ad (their 45 dev logs: 26 on arrival, 29 after); 0.860 (974/1133) with batches
+#: 2026-12-02af and 2026-12-03a-n (their 153 dev logs: 102 on arrival, 123 after; the first 980: 851).
 DEV_FLOOR = 0.82
-#: Crash logs of the dev part read as healthy: 23 of 1,016 (26 of 876 before batch af), most of them an excerpt that ends while the start is still
+#: Crash logs of the dev part read as healthy: 20 of 1,016 (26 of 876 before batch af), most of them an excerpt that ends while the start is still
 #: under way (the error line is past the stored excerpt; the thread says it crashed), the rest a server still answering.
 CALLED_HEALTHY_MAX = 0.03
 #: The collected dev logs whose first evidence line holds their decisive line: 0.788 (699/887) with batches s-z,
