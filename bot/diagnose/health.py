@@ -27,7 +27,6 @@ _ROUTINE = re.compile(r'"(?:GET|POST|PUT|DELETE|HEAD) [^"]*HTTP/[\d.]+" [1-3]\d\
 #: the engine under it is gone.
 _REQUEST_HANDLER = re.compile(r"(?:\[|\s)(?:serving(?:_\w{1,30})?|\w{1,30}_tool_parser|\w{1,30}_reasoning_parser"
                               r"|protocol)\.py:\d{1,6}\]")
-_ENGINE_GONE = re.compile(r"EngineDead|engine (?:is )?dead|EngineCore|Engine loop|shutting down", re.IGNORECASE)
 #: Lines that say the engine under a running server is gone for good (vLLM v1/engine/exceptions.py EngineDeadError,
 #: V0's AsyncEngineDeadError "Background loop has errored already"; SGLang's scheduler giving up after repeated
 #: errors, scheduler.py "Scheduler terminated after N consecutive errors"; V0's launcher "MQLLMEngine is already
@@ -37,6 +36,9 @@ ENGINE_DEAD = re.compile(r"\bEngineDeadError\b|\bAsyncEngineDeadError\b|Backgrou
                          r"|Scheduler terminated after \d{1,6} consecutive errors|Engine loop has died"
                          # (V0's API server over its engine process: entrypoints/launcher.py)
                          r"|\bMQLLMEngine is already dead\b", re.IGNORECASE)
+#: A request handler's line that names the engine under it, or says it is gone, is not one request's error.
+_ENGINE_GONE = re.compile(r"EngineDead|engine (?:is )?dead|EngineCore|Engine loop|shutting down|"
+                          + ENGINE_DEAD.pattern, re.IGNORECASE)
 #: vLLM before 0.8 logs "No platform detected" before a platform plugin (vllm-ascend) activates: routine then.
 _NO_PLATFORM_YET = re.compile(r"No platform detected, vLLM is running on UnspecifiedPlatform")
 _PLUGIN_PLATFORM = re.compile(r"Platform plugin (?!cuda\b)\w+ is activated", re.IGNORECASE)

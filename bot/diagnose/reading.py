@@ -136,7 +136,7 @@ def _launch_starts(lines: list[LogLine]) -> list[int]:
         match = LAUNCH_START.search(line.text)
         if match is None:
             continue
-        kind = match.group(0)[:12]
+        kind = match.group(0)[:12]  # (tells the start patterns apart: "server_args=", "vLLM API ser", "non-default ")
         if pos - last > _SAME_LAUNCH_LINES or kind in kinds:
             starts.append(pos)
             kinds = set()

@@ -48,6 +48,20 @@ ATTENTION_BACKEND_FLAG = "--attention-backend" + (
     if (first := _first_captured_with("vllm", "--attention-backend")) else "")
 
 
+#: Refusals whose next step the finding's kind alone decides (no number or flag of the tail in it).
+_FIXED_STEPS = {
+    "hybrid_kv": "this model keeps different KV caches per layer (sliding window, Mamba or linear attention) and "
+                 "needs vLLM's hybrid KV-cache manager: drop --disable-hybrid-kv-cache-manager, and a KV connector or "
+                 "KV offloading that turns it off (LMCache, --kv-transfer-config, --kv-offloading-*) unless its "
+                 "release supports hybrid models",
+    "usage": "read the launch's arguments against this version's --help: the refused one is named on the \"error:\" "
+             "line right after the usage block (keep more of the log to see it)",
+    "v1_env": "set VLLM_USE_V1 once, before anything imports vllm, in the environment of every process that builds "
+              "the engine (a launcher's Ray workers need it in their runtime_env), or unset it and let the release "
+              "choose; a framework pinning an older engine API may need its own upgrade",
+}
+
+
 def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
     text = f.decisive.text if f.decisive else ""
     steps: list[str] = []
@@ -105,11 +119,8 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                        "its own IP (VLLM_HOST_IP, --dist-init-addr / --master-addr of the node that listens), and "
                        "run a container with host networking when it must bind the host's IP")
         return steps, None
-    elif f.kind == "hybrid_kv":
-        steps.append("this model keeps different KV caches per layer (sliding window, Mamba or linear attention) and "
-                     "needs vLLM's hybrid KV-cache manager: drop --disable-hybrid-kv-cache-manager, and a KV connector "
-                     "or KV offloading that turns it off (LMCache, --kv-transfer-config, --kv-offloading-*) unless its "
-                     "release supports hybrid models")
+    elif f.kind in _FIXED_STEPS:
+        steps.append(_FIXED_STEPS[f.kind])
     elif f.kind == "mm_budget":
         need = f.match.group(1) if f.match is not None else None
         steps.append("raise --max-num-batched-tokens" + (f" to at least {need}" if need else "")
@@ -123,13 +134,6 @@ def advise_bad_argument(f: Finding, s: PlanView) -> Advice:
                      f"relaunch without the setting that turns it on"
                      + (f" (the plan passes {', '.join(flags)})" if flags else
                         " (HiRadixCache: --enable-hierarchical-cache)" if "HiRadix" in feature else ""))
-    elif f.kind == "usage":
-        steps.append("read the launch's arguments against this version's --help: the refused one is named on the "
-                     "\"error:\" line right after the usage block (keep more of the log to see it)")
-    elif f.kind == "v1_env":
-        steps.append("set VLLM_USE_V1 once, before anything imports vllm, in the environment of every process that "
-                     "builds the engine (a launcher's Ray workers need it in their runtime_env), or unset it and let "
-                     "the release choose; a framework pinning an older engine API may need its own upgrade")
     elif f.kind == "moe_backend_value":
         steps.append(f"pick one of the values the message lists for moe_backend (\"{exception_message(text)[:200]}\"), "
                      f"or leave it unset so vLLM chooses")
