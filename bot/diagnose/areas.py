@@ -122,7 +122,14 @@ AREAS: tuple[Area, ...] = (
     # choose_scaled_mm_linear_kernel, is the quantization's too)
     Area("quantization_unsupported", "the quantization kernels failed for this model or GPU: {0}",
          frames=re.compile(r"/layers/quantization/|/kernels/linear/|choose_\w{0,30}mm_linear_kernel", _I),
-         words=re.compile(r"\bquantiz", _I)),
+         # the quantization's own vocabulary, as an expert reads it in a new message: the formats and their kernels
+         # (vllm/model_executor/layers/quantization/: awq, gptq, marlin, bitblas, machete, compressed_tensors,
+         # modelopt, mxfp4; sglang/srt/layers/quantization/ the same) and the parameters only a quantized
+         # checkpoint has (weight_scale, input_scale, weight_scale_inv, qweight, qzeros, g_idx)
+         words=re.compile(r"\bquantiz|\b(?:awq|gptq|marlin|bitblas|machete|exllama\w{0,4}|bitsandbytes|bnb"
+                          r"|compressed[-_]tensors|modelopt|fbgemm|torchao|hqq|aqlm|nvfp4|mxfp4|w4a(?:8|16)"
+                          r"|w8a(?:8|16)|scaled_mm)(?:_\w{1,30})?\b"
+                          r"|\w{0,40}(?:weight_scale(?:_inv|_2)?|input_scale|qweight|qzeros|g_idx)\b", _I)),
     # The engine looking the architecture up in its registry (vllm model_executor/models/registry.py
     # inspect_model_cls / resolve_model_cls / _raise_for_unsupported, sglang models/registry.py and its older
     # managers/router/model_runner.py get_model_cls_by_arch_name): a tail cut there is most often the architecture

@@ -1,0 +1,38 @@
+"""A crash no phrase rule knows whose lines speak the quantization's own vocabulary (its formats and kernels, and the
+parameters only a quantized checkpoint has) is placed in the quantization's area, as an expert reading a new message
+places it; the same frames without those words stay unplaced.
+
+Written fresh: the parameter names are those vLLM's fused-MoE and FP8 loaders register (w13_input_scale,
+w2_weight_scale_inv; vllm/model_executor/layers/fused_moe/layer.py), the formats' names those of
+vllm/model_executor/layers/quantization/; the messages are not copied from a corpus log.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+_LOADER = ('Traceback (most recent call last):\n'
+           '  File "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/models/{0}.py", line 512, in load_weights\n'
+           "    param = params_dict[name]\n"
+           "            ~~~~~~~~~~~^^^^^^\n")
+
+
+@pytest.mark.parametrize(("model", "line"), [
+    ("deepseek_v2", "KeyError: 'layers.7.mlp.experts.w13_input_scale'"),
+    ("qwen3_moe", "KeyError: 'model.layers.0.self_attn.qkv_proj.qzeros'"),
+    ("llama", "RuntimeError: Could not build the machete kernel for this shape (n=5120, k=3584)"),
+    ("mixtral", "NotImplementedError: marlin_moe_wna16 has no path for 3-bit weights on this device"),
+])
+def test_the_quantizations_vocabulary_places_an_unknown_crash_in_its_area(model: str, line: str) -> None:
+    result = diagnose(_LOADER.format(model) + line, exit_code=1, engine="vllm")
+    assert result.category == "quantization_unsupported", result
+    assert result.confidence < 0.7  # (placed by its area, not a phrase rule: modest, and says what else it may be)
+    assert result.alternatives
+
+
+def test_the_same_frames_without_those_words_stay_unplaced() -> None:
+    result = diagnose(_LOADER.format("llama") + "KeyError: 'layers.7.mlp.experts.w13_weight'", exit_code=1,
+                      engine="vllm")
+    assert result.category != "quantization_unsupported", result
