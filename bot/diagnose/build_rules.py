@@ -90,7 +90,12 @@ BUILD_RULES: tuple[Rule, ...] = (
          r(r"\.(?:cu|cuh|cpp|cc|c|h|hpp)\(\d{1,7}\): (?:catastrophic )?error\b|^(?:gcc|g\+\+|cc1plus|clang\+{0,2}|nvcc)"
            r": (?:fatal )?error:|^FAILED: \S{1,300}\.(?:o|so|obj)\b"
            r"|\b(?:cicc|ptxas|nvlink|fatbinary): (?:command )?not "
-           r"found|fatal error: ([\w./-]{1,120}\.(?:h|hpp|cuh)): No such file or directory"),
+           r"found|fatal error: ([\w./-]{1,120}\.(?:h|hpp|cuh)): No such file or directory"
+           # the CUDA toolkit's front end and device linker, the GNU assembler and make, in their own words
+           # ("cicc: error: ...", "nvlink error   : Undefined reference to ...", "x.s: Assembler messages:",
+           # "make: *** [Makefile:42: kernels.o] Error 1")
+           r"|^(?:cicc|nvlink|fatbinary)(?: error\s{0,4}:|: (?:fatal )?error\b)|^\S{1,300}\.s: Assembler messages:$"
+           r"|^make(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,300}\] Error \d{1,4}"),
          77, 0.85, "a JIT kernel build failed in the compiler {0}", kind="compiler_error"),
     Rule("no_cuda_toolkit", "jit_compile_failure",
          r(r"Could not find CUDA (?:toolkit|installation)|CUDA toolkit (?:not found|is not installed)"

@@ -1,6 +1,7 @@
 """A crash no phrase rule knows whose lines speak the quantization's own vocabulary (its formats and kernels, and the
 parameters only a quantized checkpoint has) is placed in the quantization's area, as an expert reading a new message
-places it; the same frames without those words stay unplaced.
+places it; the same frames without those words stay unplaced. A toolchain step of a kernel build failing in the
+tool's own output format (cicc, nvlink, the assembler, make) is the build.
 
 Written fresh: the parameter names are those vLLM's fused-MoE and FP8 loaders register (w13_input_scale,
 w2_weight_scale_inv; vllm/model_executor/layers/fused_moe/layer.py), the formats' names those of
@@ -36,3 +37,18 @@ def test_the_same_frames_without_those_words_stay_unplaced() -> None:
     result = diagnose(_LOADER.format("llama") + "KeyError: 'layers.7.mlp.experts.w13_weight'", exit_code=1,
                       engine="vllm")
     assert result.category != "quantization_unsupported", result
+
+
+# The CUDA toolkit's front end and device linker, the GNU assembler and make, each in its own output format (written
+# fresh in the tools' formats: "cicc: error:", nvlink's "nvlink error   :", as's "<file>.s: Assembler messages:",
+# GNU make's "make: *** [<target>] Error <n>").
+@pytest.mark.parametrize("line", [
+    "cicc: error: unable to parse the input file /tmp/tmpxft_0001/moe_kernel.cpp1.ii",
+    "nvlink error   : Undefined reference to '_Z12gemm_kernelPf' in 'build/gemm.o'",
+    "/tmp/ccQ1x2.s: Assembler messages:",
+    "make: *** [Makefile:42: build/kernels.o] Error 1",
+])
+def test_a_toolchain_step_failing_in_its_own_words_is_a_kernel_build(line: str) -> None:
+    log = ("INFO 12-03 08:01:10 [compile.py:88] Building the fused MoE kernel for this GPU (first start)\n"
+           f"{line}\nRuntimeError: Engine process failed to start. See stack trace for the root cause.")
+    assert diagnose(log, exit_code=1).category == "jit_compile_failure"
