@@ -1,7 +1,7 @@
 """A crash no phrase rule knows whose lines speak the quantization's own vocabulary (its formats and kernels, and the
 parameters only a quantized checkpoint has) is placed in the quantization's area, as an expert reading a new message
 places it; the same frames without those words stay unplaced. A toolchain step of a kernel build failing in the
-tool's own output format (cicc, nvlink, the assembler, make) is the build.
+tool's own output format (cicc, nvlink, the assembler, make) is the build; ModelScope's own hub errors are the hub.
 
 Written fresh: the parameter names are those vLLM's fused-MoE and FP8 loaders register (w13_input_scale,
 w2_weight_scale_inv; vllm/model_executor/layers/fused_moe/layer.py), the formats' names those of
@@ -52,3 +52,14 @@ def test_a_toolchain_step_failing_in_its_own_words_is_a_kernel_build(line: str) 
     log = ("INFO 12-03 08:01:10 [compile.py:88] Building the fused MoE kernel for this GPU (first start)\n"
            f"{line}\nRuntimeError: Engine process failed to start. See stack trace for the root cause.")
     assert diagnose(log, exit_code=1).category == "jit_compile_failure"
+
+
+# ModelScope's hub client in its own error classes (modelscope/hub/errors.py); the message is written fresh.
+@pytest.mark.parametrize("error", ["NotExistError", "NotLoginException", "FileDownloadError"])
+def test_modelscopes_own_hub_errors_are_the_hub_with_modelscopes_steps(error: str) -> None:
+    log = ('  File "/usr/local/lib/python3.10/site-packages/modelscope/hub/api.py", line 301, in get_model\n'
+           f"modelscope.hub.errors.{error}: the request for model Qwen/Qwen3-9B failed")
+    result = diagnose(log, exit_code=1, engine="vllm")
+    assert result.category == "hub_access", result
+    steps = " ".join(result.next_steps)
+    assert "modelscope" in steps.lower() and "VLLM_USE_MODELSCOPE" in steps and "huggingface.co" not in steps

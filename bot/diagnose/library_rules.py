@@ -52,6 +52,13 @@ LIBRARY_RULES: tuple[Rule, ...] = (
     Rule("hub_revision_missing", "hub_access",
          r(r"\bThe model: [\w./-]{1,200} has no revision\b"), 72, 0.75,
          "the model hub has no such revision of this repo (or the lookup was refused)", any_level=True),
+    # ModelScope's hub client raising one of its own errors (modelscope/hub/errors.py: NotExistError, RequestError,
+    # NotLoginException, NoValidRevisionError, FileDownloadError, GitError, InvalidParameter, NotSupportError; its
+    # FileIntegrityError is a corrupt download, above): the hub lookup or download failed, as huggingface_hub's own
+    # errors say for the Hugging Face Hub.
+    Rule("modelscope_hub_error", "hub_access",
+         r(r"\bmodelscope\.hub\.errors\.(?!FileIntegrityError)(\w{1,60})"), 72, 0.8,
+         "ModelScope's hub refused or failed the model's lookup or download ({0})", kind="modelscope", any_level=True),
     Rule("enum_value_invalid", "bad_argument",
          r(r"'([^'\n]{1,80})' is not a valid ([A-Z][A-Za-z0-9]{1,60})\b"), 64, 0.7,
          "'{0}' is not one of the values {1} accepts: a setting was given a value this engine version does not know",

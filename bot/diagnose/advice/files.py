@@ -13,6 +13,15 @@ from planners.engines import registry
 
 def advise_hub(f: Finding, s: PlanView) -> Advice:
     steps: list[str] = []
+    if f.kind == "modelscope":
+        # (VLLM_USE_MODELSCOPE / SGLANG_USE_MODELSCOPE=true make the engines fetch a repo id from ModelScope, not the
+        # Hugging Face Hub: vllm/envs.py, sglang/srt/utils)
+        return ([f"ModelScope answered {f.match.group(1) if f.match and f.match.group(1) else 'an error'}: check the "
+                 "repo id exists on modelscope.cn under that exact name (organisation and case), log in "
+                 "(`modelscope login --token ...`) for a private one, or download it once (`modelscope download "
+                 "--model <id> --local_dir <folder>`) and serve the local folder",
+                 "if the model should come from the Hugging Face Hub instead, unset VLLM_USE_MODELSCOPE / "
+                 "SGLANG_USE_MODELSCOPE in the engine's environment"], None)
     if f.kind == "gated":
         steps.append("the model is gated on the Hub: download it once with an authorised token into the host's "
                      "models folder (deploybot serves local folders)")
