@@ -1,7 +1,8 @@
 """A crash no phrase rule knows whose lines speak the quantization's own vocabulary (its formats and kernels, and the
 parameters only a quantized checkpoint has) is placed in the quantization's area, as an expert reading a new message
 places it; the same frames without those words stay unplaced. A toolchain step of a kernel build failing in the
-tool's own output format (cicc, nvlink, the assembler, make) is the build; ModelScope's own hub errors are the hub.
+tool's own output format (cicc, nvlink, the assembler, make) is the build; ModelScope's own hub errors are the hub; vLLM's Ray
+executor without a free GPU on its node is Ray's reservation, with Ray's steps.
 
 Written fresh: the parameter names are those vLLM's fused-MoE and FP8 loaders register (w13_input_scale,
 w2_weight_scale_inv; vllm/model_executor/layers/fused_moe/layer.py), the formats' names those of
@@ -63,3 +64,14 @@ def test_modelscopes_own_hub_errors_are_the_hub_with_modelscopes_steps(error: st
     assert result.category == "hub_access", result
     steps = " ".join(result.next_steps)
     assert "modelscope" in steps.lower() and "VLLM_USE_MODELSCOPE" in steps and "huggingface.co" not in steps
+
+
+def test_rays_executor_without_a_free_gpu_on_its_node_says_ray_holds_them_not_that_there_are_none() -> None:
+    # vLLM's own check (vllm/executor/ray_utils.py initialize_ray_cluster); the resource dict is written fresh.
+    log = ("(EngineCore_DP0 pid=812) ERROR 12-03 08:40:11 [core.py:708] ValueError: Current node has no GPU available."
+           " current_node_resource={'CPU': 16.0, 'node:10.0.0.4': 1.0}. vLLM engine cannot start without GPU.")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "other" and result.confidence >= 0.7, result
+    steps = " ".join(result.next_steps)
+    assert "ray status" in steps and "placement group" in steps and "--distributed-executor-backend mp" in steps
+    assert "search" not in steps  # (the cause is known: no search of the issue tracker)

@@ -17,6 +17,7 @@ reach the engine's log unchanged, so they are engine-neutral. Sources, each the 
 - torch's op namespace without an op the engine's compiled extension should have registered: "'_OpNamespace' '_C'
   object has no attribute 'gptq_marlin_repack'" (vllm-project/vllm#19727 on ROCm; vllm-project/vllm#5501 after a
   failed import); which category it is depends on what else the tail says (``bot/diagnose/ops.py``).
+- vLLM's Ray executor with no free GPU on its node (vllm/executor/ray_utils.py initialize_ray_cluster).
 Patterns are linear-time: bounded gaps, no nested quantifiers.
 """
 
@@ -25,6 +26,15 @@ from __future__ import annotations
 from bot.diagnose.types import Rule, r
 
 LIBRARY_RULES: tuple[Rule, ...] = (
+    # vLLM's Ray executor finding no free GPU on its own node (vllm/executor/ray_utils.py initialize_ray_cluster:
+    # "Current node has no GPU available. current_node_resource={...}"): the GPUs exist but Ray has them reserved, by
+    # a placement group a failed run left behind, or by the actor that runs the engine having been given fewer GPUs
+    # than the tensor-parallel size (the second model deployed on one Ray node, vllm-project/vllm#12929-style
+    # threads; verl / prime-rl launchers work around it with the mp executor).
+    Rule("ray_gpus_reserved", "other",
+         r(r"\bCurrent node has no GPU available\b"), 74, 0.7,
+         "vLLM's Ray executor found no free GPU on its node: Ray holds the GPUs for another placement group or gave "
+         "the engine's actor fewer GPUs than it needs", kind="ray_gpus_reserved", any_level=True),
     # A platform's own start-up allowance running out (Modal: "Runner failed with exception: Runner has been
     # initializing for too long: 300 seconds", modal-labs/modal-examples#1154; Kubernetes' kubelet: "Container ...
     # failed startup probe, will be restarted"): the taxonomy's time limit, set by the platform instead of Slurm.

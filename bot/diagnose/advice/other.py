@@ -61,10 +61,39 @@ def _unsure_step(f: Finding) -> str | None:
            f"shows whether it is the trigger"
 
 
+#: The first step of the kinds whose step is fixed text (it quotes nothing of the tail or the plan).
+_FIXED_FIRST_STEPS: dict[str, str] = {
+    "transformers_too_new": "install the transformers version this engine release pins (see its requirements), or "
+                            "upgrade the engine",
+    "import_warning": "an import failed earlier (quoted) and the crash is most likely its consequence: fix that "
+                      "install first (a compiled package built for another torch/CUDA, or a missing module)",
+    "disk_full": "free space on the disk the engine wrote to (`df -h` on the host: the model folder, HF_HOME, the JIT "
+                 "caches under ~/.cache, /tmp), or point HF_HOME / TMPDIR at a larger disk, then relaunch",
+    "fd_limit": "raise the open-files limit of the engine's process (ulimit -n 65536 in its shell, LimitNOFILE= in a "
+                "systemd unit, --ulimit nofile=65536:65536 for docker), then relaunch",
+    "proxy": "the host's HTTP proxy intercepted the server's own warm-up request: add the server's address to "
+             "no_proxy / NO_PROXY (e.g. no_proxy=localhost,127.0.0.1,0.0.0.0) in the engine's environment",
+    "fork": "CUDA was initialised in the parent before the engine forked its workers: have them spawned "
+            "(VLLM_WORKER_MULTIPROC_METHOD=spawn for vLLM), and in a script do not touch torch.cuda before the "
+            "engine starts (guard the entry point with `if __name__ == \"__main__\":`)",
+    "died_serving": "the server is down although its port may still answer: restart the deployment (`restart` in "
+                    "its Slack thread); the engine's own traceback (the first ERROR of the engine core / scheduler, "
+                    "before the request errors) names the cause: keep the log from the launch on, and note the "
+                    "request or load that was running when it died",
+    # (Ray keeps a placement group's GPUs after the run that made it failed; `ray status` lists them as reserved)
+    "ray_gpus_reserved": "the GPUs are there but Ray has them reserved: `ray status` shows GPUs held by placement "
+                         "groups; a failed earlier run leaves its group behind: `ray stop --force` on every node and "
+                         "start the cluster again; when a launcher runs the engine inside a Ray actor, give that actor "
+                         "as many GPUs as the tensor-parallel size, or on one node use "
+                         "--distributed-executor-backend mp",
+}
+
+
 def _first_step(f: Finding, s: PlanView) -> str:
     context = _where_and_when(f)
-    if f.kind == "transformers_too_new":
-        return "install the transformers version this engine release pins (see its requirements), or upgrade the engine"
+    fixed = _FIXED_FIRST_STEPS.get(f.kind or "")
+    if fixed:
+        return fixed
     if f.kind == "segfault":
         return f"a native crash{context}: relaunch with {s.flag('no_graph')} or another attention backend to isolate " \
                f"it; check engine, torch and driver versions match"
@@ -77,22 +106,6 @@ def _first_step(f: Finding, s: PlanView) -> str:
                f"worker) " \
                f"printed its error before it; capture the log from the launch on (or relaunch with one GPU and " \
                f"{s.flag('no_graph')}) to see it"
-    if f.kind == "import_warning":
-        return "an import failed earlier (quoted) and the crash is most likely its consequence: fix that install " \
-               "first (a compiled package built for another torch/CUDA, or a missing module)"
-    if f.kind == "disk_full":
-        return "free space on the disk the engine wrote to (`df -h` on the host: the model folder, HF_HOME, the JIT " \
-               "caches under ~/.cache, /tmp), or point HF_HOME / TMPDIR at a larger disk, then relaunch"
-    if f.kind == "fd_limit":
-        return "raise the open-files limit of the engine's process (ulimit -n 65536 in its shell, LimitNOFILE= in a " \
-               "systemd unit, --ulimit nofile=65536:65536 for docker), then relaunch"
-    if f.kind == "proxy":
-        return "the host's HTTP proxy intercepted the server's own warm-up request: add the server's address to " \
-               "no_proxy / NO_PROXY (e.g. no_proxy=localhost,127.0.0.1,0.0.0.0) in the engine's environment"
-    if f.kind == "fork":
-        return "CUDA was initialised in the parent before the engine forked its workers: have them spawned " \
-               "(VLLM_WORKER_MULTIPROC_METHOD=spawn for vLLM), and in a script do not touch torch.cuda before the " \
-               "engine starts (guard the entry point with `if __name__ == \"__main__\":`)"
     if f.kind == "hang":
         return f"the scheduler made no progress{context} and the engine's watchdog stopped it: a batch hung on " \
                f"the GPU (a kernel, NCCL between ranks, or a very long request); relaunch with " \
@@ -103,11 +116,6 @@ def _first_step(f: Finding, s: PlanView) -> str:
                f"will not recover by itself; `py-spy dump --pid <worker pid>` shows where it waits (a kernel, an " \
                f"NCCL collective, a stuck rank), then restart the deployment; if it recurs, relaunch with " \
                f"{s.flag('no_graph')} to see whether CUDA graphs are involved"
-    if f.kind == "died_serving":
-        return "the server is down although its port may still answer: restart the deployment (`restart` in its " \
-               "Slack thread); the engine's own traceback (the first ERROR of the engine core / scheduler, before " \
-               "the request errors) names the cause: keep the log from the launch on, and note the request or " \
-               "load that was running when it died"
     if f.kind == "signal":
         return f"the process was stopped by a signal{context}; check who sent it (a person, a supervisor, a timeout)"
     structure = f.structure
@@ -134,7 +142,8 @@ def advise_other(f: Finding, s: PlanView) -> Advice:
     unsure = _unsure_step(f)
     if unsure:
         steps.append(unsure)
-    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork"):
+    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork",
+                      "ray_gpus_reserved"):
         steps.append(_search_step(f, s))
     fix: Fix | None = None
     if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):
