@@ -67,12 +67,13 @@ def undo_paste(text: str) -> list[tuple[int, str]]:
     return out
 
 
-#: A whole line wrapped in Markdown emphasis or inline code ("**RuntimeError: ...**", "`ValueError: ...`"), and a code
+#: A whole line wrapped in Markdown emphasis or inline code ("**RuntimeError: ...**", "_ValueError: ..._" in italics,
+#: "`ValueError: ...`"; never when the mark also occurs inside, as in Slurm's "*** JOB ... ***"), and a code
 #: fence's own line: GitHub and Slack render them, a paste keeps the marks.
 #: (after a rank's or a process's tag, which the launcher wrote before the mark: "[rank1]: **RuntimeError: ...**")
 #: (the normaliser's own patterns for those tags, bot/logevents.py)
 _WRAPPED = re.compile(r"^(\s{0,8}(?:" + RANK_TAG.pattern.lstrip("^") + "|" + PROCESS_TAG.pattern.lstrip("^") + r")?)"
-                      r"(\*\*|__|`)(?=\S)(.{1,4000}?)(?<=\S)\2\s*$")
+                      r"(\*\*|__|`|\*|_)(?=\S)(.{1,4000}?)(?<=\S)\2\s*$")
 _FENCE = re.compile(r"^\s{0,8}(?:```|~~~)[\w+.-]{0,20}\s*$")
 
 

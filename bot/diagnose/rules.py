@@ -135,7 +135,10 @@ RULES: tuple[Rule, ...] = (
          75, 0.85, "a model dimension ({0}) is not divisible by the tensor-parallel size ({1})", kind="heads"),
     # ------------------------------------------------------------------ model support
     Rule("architecture_not_supported", "unsupported_architecture",
-         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,60}? (?:are|is) not supported"
+         # (tpu-inference's registry says "not registered in": "UnsupportedArchitectureError: Model architectures
+         # ['GraniteMoeHybridForCausalLM'] not registered in tpu-inference.", vllm-project/tpu-inference#2645)
+         _r(r"Model architectures? \[?['\"]?([\w.]+)['\"]?.{0,60}? (?:(?:are|is) not supported|(?:are |is )?not "
+            r"registered in\b)"
             r"|\bUnsupported arch(?:itecture)?s? \[?['\"]?([\w.]+)"
             # a model class named as not supported ("Qwen3NextForCausalLM is not supported by sglang yet")
             r"|\b([A-Z]\w{2,60}(?:ForCausalLM|ForConditionalGeneration|LMHeadModel))\b[^\n]{0,20} is not (?:yet )?"
