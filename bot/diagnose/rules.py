@@ -26,6 +26,7 @@ from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
 from bot.diagnose.library_rules import LIBRARY_RULES
+from bot.diagnose.template_rules import TEMPLATE_RULES
 from bot.diagnose.slurm_rules import SLURM_RULES
 from bot.diagnose.vocabulary_rules import VOCABULARY_RULES
 from bot.diagnose.weights_rules import WEIGHTS_RULES
@@ -360,7 +361,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + VOCABULARY_RULES + WEIGHTS_RULES
+) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + TEMPLATE_RULES + VOCABULARY_RULES + WEIGHTS_RULES
 
 
 @lru_cache(maxsize=8)

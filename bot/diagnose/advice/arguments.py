@@ -56,6 +56,14 @@ _FIXED_STEPS = {
                  "release supports hybrid models",
     "usage": "read the launch's arguments against this version's --help: the refused one is named on the \"error:\" "
              "line right after the usage block (keep more of the log to see it)",
+    # (a relative path is resolved against the engine's working directory; vLLM's examples/ folder is in its source
+    # tree, not in the wheel)
+    "chat_template_path": "pass --chat-template an absolute path to a .jinja file that exists on the host the engine "
+                          "runs on (a repo-relative path such as examples/... exists only in a source checkout), or a "
+                          "template name this engine version ships",
+    "chat_template_missing": "this model's tokenizer defines no chat template: pass --chat-template with the model "
+                             "card's template file (a .jinja beside the weights, or from the model's repository), or "
+                             "serve it for completions only",
     "v1_env": "set VLLM_USE_V1 once, before anything imports vllm, in the environment of every process that builds "
               "the engine (a launcher's Ray workers need it in their runtime_env), or unset it and let the release "
               "choose; a framework pinning an older engine API may need its own upgrade",
