@@ -39,6 +39,14 @@ GPU_RULES: tuple[Rule, ...] = (
     # Ascend's CANN / vllm-ascend refusing the NPU model: the build's kernels are for another SoC
     # ("Can not support soc_version: 104", "the socversion Ascend910B1 of bin package does not match the current
     # device socverison Ascend310P3"; vllm-project/vllm-ascend#6796, #2725).
+    # ROCm's math libraries without kernels for the GPU: rocBLAS cannot read its Tensile kernel library for the
+    # device's gfx target ("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek
+    # for GPU arch : gfx1150", vllm-project/vllm#28460, a Radeon 890M the image's rocBLAS was not built for; the
+    # message is rocBLAS's own, library/src/tensile_host.cpp), the same for hipBLASLt.
+    Rule("rocm_library_lacks_gpu", "cuda_arch_or_driver",
+         _r(r"\b(rocBLAS|hipBLASLt) error: Cannot read [^\n]{0,300}?(?:for GPU arch ?: ?(gfx\w{2,8}))?$"), 79, 0.85,
+         "ROCm's {0} has no kernels for this GPU ({1}): the installed ROCm / image was not built for its gfx target",
+         kind="rocm_arch", any_level=True),
     Rule("npu_soc_unsupported", "cuda_arch_or_driver",
          _r(r"\bcan ?not support soc_?version\b|\bsoc_?vers?ion \S{1,40} of bin package does not match"
             r"|\bunsupported soc_?version\b"), 76, 0.8,

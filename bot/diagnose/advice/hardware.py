@@ -46,6 +46,16 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
                      f"or a launch that avoids that kernel (another attention / MoE backend)"
                      + ("; DeepGEMM can be switched off (VLLM_USE_DEEP_GEMM=0 for vLLM, SGL_ENABLE_JIT_DEEPGEMM=0 "
                         "for SGLang)" if re.search(r"deep_?gemm", text, re.IGNORECASE) else ""))
+    elif f.kind == "rocm_arch":
+        # (HSA_OVERRIDE_GFX_VERSION makes the ROCm runtime report another gfx target: AMD's documented workaround for
+        # consumer Radeon parts missing from a release's build list, unsupported and at the user's risk)
+        target = f.match.group(2) if f.match is not None and f.match.group(2) else "this GPU's gfx target"
+        steps.append(f"the ROCm libraries in this install / image have no kernels for {target}: use a ROCm release "
+                     f"(and an engine image built on it) whose supported-GPU list has it (`rocminfo | grep gfx` "
+                     f"shows the target)")
+        steps.append("for a consumer Radeon part a release does not list, HSA_OVERRIDE_GFX_VERSION set to the nearest "
+                     "supported target of the same generation (e.g. 11.0.0 for RDNA 3 parts) often runs: unsupported, "
+                     "so verify the output")
     elif f.kind == "bf16":
         steps.append(f"{gpu or 'this GPU'} has no bfloat16: run in float16 (--dtype float16)")
         fix = Fix(summary="--dtype float16 (no bfloat16 on this GPU)",
