@@ -50,6 +50,9 @@ class Area:
     #: A message in these words is a refusal of a feature, not this area's failure, wherever it was raised
     #: ("HiRadixCache only supports MHA, MLA, and NSA (DSA) models" from sglang/srt/mem_cache/).
     refusal: re.Pattern[str] | None = None
+    #: An exception of these classes is the area's code checking its own bookkeeping (an assert on the radix tree's
+    #: LRU list in sglang/srt/mem_cache/), an engine bug wherever it was raised, not this area's failure.
+    bookkeeping: re.Pattern[str] | None = None
 
 
 AREAS: tuple[Area, ...] = (
@@ -113,7 +116,8 @@ AREAS: tuple[Area, ...] = (
          frames=re.compile(r"check_enough_kv_cache_memory|kv_cache_utils\.py|determine_available_memory"
                            r"|get_kv_cache_configs?\b|init_memory_pool|sglang/srt/mem_cache/", _I),
          kind="raise",
-         refusal=re.compile(r"\bonly supports?\b|\bnot (?:yet )?supported\b|\bunsupported\b|\bdoes not support\b", _I)),
+         refusal=re.compile(r"\bonly supports?\b|\bnot (?:yet )?supported\b|\bunsupported\b|\bdoes not support\b", _I),
+         bookkeeping=re.compile(r"^(?:AssertionError|IndexError|KeyError)$")),
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
     Area("cuda_arch_or_driver", "the GPU or its driver is not what this code needs: {0}",
          words=re.compile(r"\bsm_?\d{2,3}a?\b|compute capability|\bCUDA capability\b|\b" + GPU_GENERATIONS
@@ -321,7 +325,9 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     # Tracebacks of other processes in the tail (a worker's, cut before its exception line) are evidence too.
     chain += [other for other in reversed(structure.exceptions) if other.frames and other not in chain][:2]
     error_lines = _error_lines(finding, lines)
+    named = next((exc for exc in chain if exc.name), None)  # (a traceback cut before its exception line names none)
     scores = [(0, False) if area.refusal and any(area.refusal.search(exc.message) for exc in chain)
+              or area.bookkeeping and area.bookkeeping.search(named.name if named else "")
               else _score(area, chain, error_lines) for area in AREAS]
     if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
