@@ -1,6 +1,7 @@
 """An assertion in the KV cache's own bookkeeping (SGLang's radix tree, its LRU lists, HiCache's load-back) is an engine
 bug, not the KV cache failing to fit; a failure in the pool's allocation at start still is the KV cache. Written
-fresh with frames of sglang/srt/mem_cache/ (radix_cache.py, memory_pool.py) and messages of our own.
+fresh with frames of sglang/srt/mem_cache/ (radix_cache.py, memory_pool.py) and messages of our own. A worker that raised
+before it died (vLLM relays its error) died of that error, not of a kill from outside.
 """
 
 from __future__ import annotations
@@ -39,3 +40,24 @@ def test_a_failure_allocating_the_pool_at_start_is_still_the_kv_cache() -> None:
                       ], "RuntimeError: the pool could not be created with the memory left")
     result = diagnose(log, engine="sglang")
     assert result.category == "kv_cache_insufficient", result
+
+
+# vLLM's executor relays a worker's own error before the worker goes (vllm/v1/executor/multiproc_executor.py
+# get_response) and then notices the process is gone; written fresh in that order with a message of our own.
+def test_a_worker_that_raised_before_it_died_was_not_killed_from_outside() -> None:
+    log = ("(EngineCore_DP0 pid=808) ERROR 12-03 09:50:01 [core.py:936] RuntimeError: Worker failed with error "
+           "'the device queue could not be created (out of handles)', please check the stack trace above for the "
+           "root cause\n"
+           "(EngineCore_DP0 pid=808) ERROR 12-03 09:50:07 [multiproc_executor.py:231] Worker proc VllmWorker-1 died "
+           "unexpectedly, shutting down executor.")
+    result = diagnose(log, exit_code=1)
+    assert result.category != "host_oom_killed", result
+    assert "out of handles" in result.evidence[0].text
+    assert "host_oom_killed" in result.alternatives
+
+
+def test_a_worker_that_died_without_an_error_of_its_own_is_still_read_as_a_kill() -> None:
+    log = ("(EngineCore_DP0 pid=808) INFO 12-03 09:50:01 [gpu_model_runner.py:2200] Model loading took 30.1 GiB\n"
+           "(EngineCore_DP0 pid=808) ERROR 12-03 09:50:07 [multiproc_executor.py:231] Worker proc VllmWorker-1 died "
+           "unexpectedly, shutting down executor.")
+    assert diagnose(log, exit_code=1).category == "host_oom_killed"

@@ -3,7 +3,8 @@
 The shell's "Killed" and vLLM's "Worker proc ... died unexpectedly" are read as the OOM killer's work when nothing
 else is known (bot/diagnose/rules.py shell_killed, planners/engines/vllm/crash_rules.py engine_died). Two tails say
 otherwise: the engine shut itself down after an exception and the shell reported the kill of its process group, or a
-worker exited right after a native failure of its own (a CUDA check macro exits the process). Then that error is the
+worker exited right after a native failure of its own (a CUDA check macro exits the process) or after its own
+Python error, which vLLM's executor relays ("Worker failed with error '...'"). Then that error is the
 cause, and the kill is named as the alternative.
 """
 
@@ -24,6 +25,10 @@ _ENGINE_SHUTDOWN = re.compile(r"Got fatal signal from worker processes|shutting 
 #: A native failure a process dies of by itself (a CUDA check macro's exit, C++'s terminate, an abort).
 _NATIVE_FAILURE = re.compile(r"^Failed: Cuda error |\bCuda failure '|terminate called after throwing|^Aborted\b"
                              r"|\bCUDA error: ")
+#: A worker's own Python error, relayed by vLLM's executor before the worker process goes ("RuntimeError: Worker
+#: failed with error '<the worker's message>', please check the stack trace above for the root cause",
+#: vllm/v1/executor/multiproc_executor.py get_response): the worker raised, then exited; nobody killed it.
+_WORKER_RAISED = re.compile(r"\bWorker failed with error '")
 #: How far above the kill its explanation is looked for (lines).
 _SHUTDOWN_WINDOW, _NATIVE_WINDOW = 20, 10
 
@@ -43,7 +48,13 @@ def own_error_behind_kill(finding: Finding, lines: list[LogLine], exit_code: int
         start = max(0, finding.pos - _NATIVE_WINDOW)
         native = next(((at, line) for at, line in reversed(list(enumerate(before))[start:])
                        if _NATIVE_FAILURE.search(line.text)), None)
-        if native is not None:
+        raised = next(((at, line) for at, line in reversed(list(enumerate(before))[start:])
+                       if _WORKER_RAISED.search(line.text)), None)
+        if raised is not None and native is None:
+            own = unrecognised(before, exit_code, health, structure) or Finding(
+                category="other", confidence=0.45, decisive=raised[1], pos=raised[0],
+                cause=f"a worker died of an error of its own: {raised[1].text[:160]}")
+        elif native is not None:
             own = unrecognised(before, exit_code, health, structure) or Finding(
                 category="other", confidence=0.45, decisive=native[1], pos=native[0], kind="kernel_crash",
                 cause=f"a worker died of a native failure of its own: {native[1].text[:160]}")
