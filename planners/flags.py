@@ -16,6 +16,9 @@ from .argv import flags_in
 
 _FLAG = r"--?[A-Za-z0-9][A-Za-z0-9_.-]*"
 _USAGE_FLAG = re.compile(r"\[\s*(" + _FLAG + r")")
+#: ... and the other members of a group argparse prints as one bracket: a BooleanOptionalAction's negative form and a
+#: mutually exclusive pair ("[--enable-prefix-caching | --no-enable-prefix-caching]", vLLM's usage block)
+_USAGE_ALTERNATIVE = re.compile(r"\|\s*(" + _FLAG + r")")
 _USAGE_CHOICES = re.compile(r"\[\s*(" + _FLAG + r")\s+\{([^}]*)\}")
 _OPTION_LINE = re.compile(r"^\s{0,12}(-{1,2}[A-Za-z0-9].*)$")
 _CHOICES = re.compile(r"^(" + _FLAG + r")\s+\{([^}]*)\}")
@@ -51,6 +54,7 @@ def parse_help(text: str) -> EngineHelp:
             in_usage = False
         if in_usage:
             flags.update(_USAGE_FLAG.findall(line))
+            flags.update(_USAGE_ALTERNATIVE.findall(line))
             for name, values in _USAGE_CHOICES.findall(line):
                 choices[name] = tuple(c.strip() for c in values.split(",") if c.strip())
             continue

@@ -32,7 +32,9 @@ def _where_and_when(f: Finding) -> str:
     exc = structure.exception_at(f.pos) or structure.last_exception
     where = f" in {exc.where()}" if exc is not None and exc.where() else ""
     phase = structure.phase_words()
-    return where + (f", after: {phase}" if phase else ", before the weights started loading")
+    # (no start-up line at all in the tail says nothing about when: a pasted excerpt or a crash while serving shows
+    # none either, so only a line the start-up printed places it)
+    return where + (f", after: {phase}" if phase else "")
 
 
 def _package_of(path: str) -> str | None:
@@ -53,7 +55,12 @@ def _search_step(f: Finding, s: PlanView) -> str:
     return f"search {where} for \"{text}\"{upgrade}"
 
 
-def _unsure_step(f: Finding) -> str | None:
+def _unsure_step(f: Finding, s: PlanView) -> str | None:
+    if f.alternatives and f.alternatives[0] == "kv_cache_insufficient" and f.confidence < 0.5:
+        # (raised in the KV cache's own code, most often its prefix cache: SGLang's radix tree, vLLM's block pool;
+        # turning that cache off is the one switch that tells)
+        return f"the exception was raised in the KV cache's code: relaunching with {s.flag('no_prefix_cache')} " \
+               f"(the prefix cache off) shows whether the prefix cache triggers it"
     triggers = [_TRIGGERS[c] for c in f.alternatives if c in _TRIGGERS]
     if not triggers:
         return None
@@ -139,7 +146,7 @@ def advise_other(f: Finding, s: PlanView) -> Advice:
     if f.kind == "runtime":  # an OOM while serving: the memory outside the KV pool, as the KV advice sizes it
         return advise_kv(f, s)
     steps = [_first_step(f, s)]
-    unsure = _unsure_step(f)
+    unsure = _unsure_step(f, s)
     if unsure:
         steps.append(unsure)
     if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork",

@@ -44,6 +44,7 @@ class SGLang(EngineBase):
         "max_running": "--max-running-requests",
         "graph_bs": "--cuda-graph-max-bs",
         "no_graph": "--disable-cuda-graph",
+        "no_prefix_cache": "--disable-radix-cache",
         "batch_tokens": "--chunked-prefill-size",
         "kv_cache_dtype": "--kv-cache-dtype",
         "quantization": "--quantization",

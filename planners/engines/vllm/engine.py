@@ -44,13 +44,16 @@ class VLLM(EngineBase):
         "max_running": "--max-num-seqs",
         "graph_bs": "--max-cudagraph-capture-size",
         "no_graph": "--enforce-eager",
+        "no_prefix_cache": "--no-enable-prefix-caching",
         "batch_tokens": "--max-num-batched-tokens",
         "kv_cache_dtype": "--kv-cache-dtype",
         "quantization": "--quantization",
         "trust_remote_code": "--trust-remote-code",
         "speculative_config": "--speculative-config",
     }
-    flag_alternatives = {"tp": ("-tp",), "graph_bs": ("--cuda-graph-sizes",)}
+    # (vLLM 0.33.0 spells the prefix-cache switch --enable-prefix-caching | --disable-prefix-caching, its --help)
+    flag_alternatives = {"tp": ("-tp",), "graph_bs": ("--cuda-graph-sizes",),
+                         "no_prefix_cache": ("--disable-prefix-caching",)}
     # the captures: 0.11.0 lists --cuda-graph-sizes, 0.17.0 and later --max-cudagraph-capture-size
     flag_history = {"graph_bs": (("0", "--cuda-graph-sizes"), ("0.17.0", "--max-cudagraph-capture-size"))}
     dialect = DIALECT
