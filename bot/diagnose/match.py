@@ -122,6 +122,22 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
     return hits
 
 
+#: Python's line between an exception and the one raised because of it: the traceback after it is the same call
+#: chain seen from outside (vLLM's engine core re-raising a worker's OOM from run_busy_loop).
+_CHAINED = re.compile(r"The above exception was the direct cause of the following exception|During handling of the "
+                      r"above exception, another exception occurred")
+
+
+def _chained_stack(lines: list[LogLine], pos: int) -> list[LogLine]:
+    """The frames of the traceback an OOM at ``pos`` was chained into (Python prints it below), or none."""
+    ahead = lines[pos + 1:pos + 4]
+    start = next((at for at, line in enumerate(ahead, pos + 1) if _CHAINED.search(line.text)), None)
+    if start is None:
+        return []
+    return [line for line in lines[start + 1:start + 1 + PHASE_LOOKBACK]
+            if line.code or _FRAME.match(line.text)]
+
+
 def _oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, float]:
     """(phase, the line that shows it, confidence) for an OOM at ``pos``."""
     message = OOM_MESSAGE_NOISE.sub("", lines[pos].text)
@@ -139,6 +155,11 @@ def _oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, flo
         marker = next((line for line in stack if pattern.search(line.text)), None)
         if marker is not None:
             return phase, marker, 0.85
+    chained = _chained_stack(lines, pos)
+    for phase, pattern in PHASE_MARKERS:
+        marker = next((line for line in chained if pattern.search(line.text)), None)
+        if marker is not None:
+            return phase, marker, 0.8
     # No traceback: the nearest log line that names a phase (Ray/multi-process logs may print it just after).
     for back in range(pos - 1, max(-1, pos - PHASE_LOOKBACK - 1), -1):
         for phase, pattern in PHASE_MARKERS:

@@ -110,6 +110,14 @@ RULES: tuple[Rule, ...] = (
          _r(r"\bUnsupported (?:KV )?connector(?: type)?: ?([\w.-]{1,80})"), 62, 0.6,
          "the KV connector {0} is not one this engine version or mode accepts (--kv-transfer-config)",
          unsure=("missing_dependency",)),
+    # LoRA turned on for an architecture whose model class has no LoRA support in this release (vLLM's
+    # "Model GemmaForCausalLM does not support LoRA, but LoRA is enabled. Support for this model may be added in the
+    # future.", vllm/model_executor/model_loader; "X does not support LoRA yet.", vllm-project/vllm#18574): the
+    # launch's --enable-lora, the model itself serves without it.
+    Rule("lora_unsupported_model", "bad_argument",
+         _r(r"\b(?:Model )?([A-Z]\w{2,80}) does not support LoRA\b"), 79, 0.8,
+         "--enable-lora is on, and this release has no LoRA support for {0}", kind="lora_unsupported",
+         unsure=("unsupported_architecture",), any_level=True),
     # LoRA adapters larger than the launch allows (vllm/lora: "LoRA rank 64 is greater than max_lora_rank 16").
     Rule("lora_rank_over_max", "bad_argument",
          _r(r"\bLoRA rank (\d{1,5}) is greater than max_lora_rank (\d{1,5})"), 80, 0.85,
@@ -154,7 +162,9 @@ RULES: tuple[Rule, ...] = (
     Rule("transformers_upgrade_asked", "transformers_too_old",
          _r(r"(?:please )?upgrade (?:your )?transformers|requires? transformers ?(?:>=|version)"), 60, 0.7,
          "the installed transformers is too old for this model"),
-    Rule("transformers_too_new", "other", _r(r"is already used by a Transformers model"), 75, 0.75,
+    # (the same clash for a config class: "'aimv2' is already used by a Transformers config, pick another name.",
+    # transformers' AutoConfig.register, when it ships a class an older engine registers itself; NVIDIA/cosmos-rl#180)
+    Rule("transformers_too_new", "other", _r(r"is already used by a Transformers (?:model|config)"), 75, 0.75,
          "the installed transformers is newer than this engine version supports (a config class is registered twice)",
          kind="transformers_too_new"),
     # ------------------------------------------------------------------ speculative decoding

@@ -64,6 +64,9 @@ _FIXED_STEPS = {
     "chat_template_missing": "this model's tokenizer defines no chat template: pass --chat-template with the model "
                              "card's template file (a .jinja beside the weights, or from the model's repository), or "
                              "serve it for completions only",
+    "lora_unsupported": "relaunch without --enable-lora (and --lora-modules) to serve the base model, or merge the "
+                        "adapter into the weights and serve the merged checkpoint; a later engine release may add "
+                        "LoRA for this architecture (its supported-models list marks LoRA per model)",
     "v1_env": "set VLLM_USE_V1 once, before anything imports vllm, in the environment of every process that builds "
               "the engine (a launcher's Ray workers need it in their runtime_env), or unset it and let the release "
               "choose; a framework pinning an older engine API may need its own upgrade",

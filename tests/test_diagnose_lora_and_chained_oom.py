@@ -1,0 +1,50 @@
+"""LoRA turned on for a model class without LoRA support is the launch's --enable-lora; transformers shipping a
+config class an older engine registers itself is transformers too new; a CUDA OOM chained into the engine core's
+serving loop ("The above exception was the direct cause ...", then run_busy_loop) struck while serving.
+
+Written fresh in vLLM's own wordings (vllm/model_executor/model_loader: "Model X does not support LoRA, but LoRA is
+enabled."; transformers' AutoConfig.register: "'x' is already used by a Transformers config, pick another name.";
+vllm/v1/engine/core.py run_engine_core -> run_busy_loop) with names of our own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnose import diagnose
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: Model FooForCausalLM does not support LoRA, but LoRA is enabled. Support for this model may be added "
+    "in the future. If this is important to you, please open an issue on github.",
+    "AssertionError: FooVLForConditionalGeneration does not support LoRA yet.",
+])
+def test_lora_on_for_a_model_without_lora_support_is_the_flag(line: str) -> None:
+    result = diagnose(f"[rank0]: {line}", exit_code=1)
+    assert result.category == "bad_argument", result
+    assert any("without --enable-lora" in step for step in result.next_steps)
+
+
+def test_a_config_class_transformers_already_ships_is_transformers_too_new() -> None:
+    result = diagnose("ValueError: 'foonet' is already used by a Transformers config, pick another name.", exit_code=1)
+    assert result.category == "other" and "newer" in result.cause, result
+
+
+_PREFIX = "(EngineCore_DP0 pid=8402) ERROR 12-03 10:00:00 [core.py:710] "
+
+
+def test_an_oom_chained_into_the_serving_loop_struck_while_serving() -> None:
+    body = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 960.00 MiB. GPU 0 has a total capacity of "
+            "79.14 GiB of which 712.75 MiB is free.", "",
+            "The above exception was the direct cause of the following exception:", "",
+            "Traceback (most recent call last):",
+            '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 701, in run_engine_core',
+            "    engine_core.run_busy_loop()"]
+    result = diagnose("\n".join(_PREFIX + line for line in body), exit_code=1)
+    assert result.category == "other" and "while serving" in result.cause, result
+
+
+def test_an_oom_without_a_chained_traceback_keeps_the_unknown_phase_reading() -> None:
+    result = diagnose(_PREFIX + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 960.00 MiB.",
+                      exit_code=1)
+    assert result.category == "gpu_oom_weights", result
