@@ -1,6 +1,7 @@
 """LoRA turned on for a model class without LoRA support is the launch's --enable-lora; transformers shipping a
 config class an older engine registers itself is transformers too new; a CUDA OOM chained into the engine core's
-serving loop ("The above exception was the direct cause ...", then run_busy_loop) struck while serving.
+serving loop ("The above exception was the direct cause ...", then run_busy_loop), or logged before its own
+traceback through the worker's execute_model, struck while serving.
 
 Written fresh in vLLM's own wordings (vllm/model_executor/model_loader: "Model X does not support LoRA, but LoRA is
 enabled."; transformers' AutoConfig.register: "'x' is already used by a Transformers config, pick another name.";
@@ -48,3 +49,18 @@ def test_an_oom_without_a_chained_traceback_keeps_the_unknown_phase_reading() ->
     result = diagnose(_PREFIX + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 960.00 MiB.",
                       exit_code=1)
     assert result.category == "gpu_oom_weights", result
+
+
+def test_an_oom_logged_before_its_own_traceback_is_placed_by_that_traceback() -> None:
+    # (vLLM's worker logs the message, then its traceback: vllm/v1/executor/multiproc_executor.py worker_busy_loop)
+    prefix = "(Worker_TP0 pid=1162) ERROR 12-03 10:05:00 [multiproc_executor.py:671] "
+    body = ["RuntimeError: NPU out of memory. Tried to allocate 11.50 GiB (NPU 0; 60.97 GiB total capacity)",
+            "Traceback (most recent call last):",
+            '  File "/opt/venv/lib/python3.11/site-packages/vllm/v1/executor/multiproc_executor.py", line 666, in '
+            "worker_busy_loop",
+            "    output = func(*args, **kwargs)",
+            '  File "/opt/venv/lib/python3.11/site-packages/vllm_ascend/worker/worker_v1.py", line 254, in '
+            "execute_model",
+            "    output = self.model_runner.execute_model(scheduler_output)"]
+    result = diagnose("\n".join(prefix + line for line in body), exit_code=1)
+    assert result.category == "other" and "while serving" in result.cause, result

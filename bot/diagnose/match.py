@@ -123,13 +123,16 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
 
 
 #: Python's line between an exception and the one raised because of it: the traceback after it is the same call
-#: chain seen from outside (vLLM's engine core re-raising a worker's OOM from run_busy_loop).
+#: chain seen from outside (vLLM's engine core re-raising a worker's OOM from run_busy_loop); and a traceback's own
+#: first line right under the message, where a logger printed the message before its traceback (vLLM's worker:
+#: "ERROR [multiproc_executor.py:671] RuntimeError: NPU out of memory ...", then "Traceback ...", worker_busy_loop).
 _CHAINED = re.compile(r"The above exception was the direct cause of the following exception|During handling of the "
-                      r"above exception, another exception occurred")
+                      r"above exception, another exception occurred|^Traceback \(most recent call last\):$")
 
 
 def _chained_stack(lines: list[LogLine], pos: int) -> list[LogLine]:
-    """The frames of the traceback an OOM at ``pos`` was chained into (Python prints it below), or none."""
+    """The frames of the traceback below an OOM at ``pos``: the one it was chained into, or its own where the message
+    was logged first; none when no traceback follows."""
     ahead = lines[pos + 1:pos + 4]
     start = next((at for at, line in enumerate(ahead, pos + 1) if _CHAINED.search(line.text)), None)
     if start is None:
