@@ -64,3 +64,13 @@ def test_an_oom_logged_before_its_own_traceback_is_placed_by_that_traceback() ->
             "    output = self.model_runner.execute_model(scheduler_output)"]
     result = diagnose("\n".join(prefix + line for line in body), exit_code=1)
     assert result.category == "other" and "while serving" in result.cause, result
+
+
+def test_the_profiles_sampler_warm_up_running_out_asks_for_fewer_sequences() -> None:
+    # vLLM's own message (v1/worker/gpu_model_runner.py _dummy_sampler_run), with a count of our own
+    line = ("RuntimeError: CUDA out of memory occurred when warming up sampler with 768 dummy requests. Please try "
+            "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
+    result = diagnose(line, exit_code=1, engine="vllm")
+    assert result.category == "kv_cache_insufficient", result
+    assert "--max-num-seqs 384" in result.next_steps[0]
+    assert result.fix is None or result.fix.overrides.extra_args == ["--max-num-seqs", "384"]

@@ -51,6 +51,10 @@ OOM_MESSAGE_NOISE = re.compile(r"allocated in private pools \(e\.g\., CUDA Graph
 OOM_MESSAGE_PHASE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("graph", re.compile(r"cuda ?graph|capture", re.IGNORECASE)),
     ("kv", re.compile(r"kv[ _]cache|cache blocks|memory pool", re.IGNORECASE)),
+    # vLLM's own message from the memory profile's sampler pass (v1/worker/gpu_model_runner.py _dummy_sampler_run:
+    # "CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering
+    # `max_num_seqs` or `gpu_memory_utilization` ...")
+    ("profile", re.compile(r"warming up (?:the )?sampler|\bdummy requests\b", re.IGNORECASE)),
     ("weights", re.compile(r"weights?\b|lk_moe|moe", re.IGNORECASE)),
 )
 

@@ -55,8 +55,32 @@ def _smaller_context(f: Finding, s: PlanView) -> int | None:
     return None
 
 
-def _kv_profile(s: PlanView, smaller_context: int | None) -> Advice:
+#: vLLM's sampler pass of the memory profile, which samples for max_num_seqs dummy requests at once
+#: (v1/worker/gpu_model_runner.py _dummy_sampler_run).
+_SAMPLER_WARMUP = re.compile(r"warming up (?:the )?sampler with (\d{1,7}) dummy requests")
+
+
+def _kv_sampler(f: Finding, s: PlanView) -> Advice | None:
+    """The profile's sampler pass for every sequence slot at once ran out: fewer slots (max_num_seqs), as vLLM says."""
+    found = _SAMPLER_WARMUP.search(f.decisive.text if f.decisive else "")
+    if found is None:
+        return None
+    slots = int(found.group(1))
+    fewer = max(16, slots // 2)
+    flag = s.flag("max_running")
+    steps = [f"the memory profile sampled for {slots} sequences at once and ran out: relaunch with {flag} {fewer} "
+             f"(fewer concurrent sequences), or a lower {s.flag('mem_fraction')} so more stays outside the KV pool"]
+    fix = Fix(summary=f"{flag} {fewer} (fewer sequences in the sampler's warm-up)",
+              overrides=PlanOverrides(extra_args=[flag, str(fewer)], remove_args=[flag] if flag in s.argv else [])) \
+        if s.engine_plugin is not None else None
+    return steps, fix
+
+
+def _kv_profile(f: Finding, s: PlanView, smaller_context: int | None) -> Advice:
     """The dummy forward pass at the largest batch ran out: fewer tokens per batch, not a different KV budget."""
+    sampler = _kv_sampler(f, s)
+    if sampler is not None:
+        return sampler
     steps: list[str] = []
     fix: Fix | None = None
     memory = s.memory_sentence()
@@ -177,7 +201,7 @@ def _kv_raise(s: PlanView, smaller_context: int | None) -> Advice:
 def advise_kv(f: Finding, s: PlanView) -> Advice:
     smaller_context = _smaller_context(f, s)
     if f.kind == "profile":
-        steps, fix = _kv_profile(s, smaller_context)
+        steps, fix = _kv_profile(f, s, smaller_context)
     elif f.kind in ("lower", "runtime"):
         steps, fix = _kv_lower(f, s, smaller_context)
     elif f.kind == "context":
