@@ -2,7 +2,8 @@
 parameters only a quantized checkpoint has) is placed in the quantization's area, as an expert reading a new message
 places it; the same frames without those words stay unplaced. A toolchain step of a kernel build failing in the
 tool's own output format (cicc, nvlink, the assembler, make) is the build; ModelScope's own hub errors are the hub; vLLM's Ray
-executor without a free GPU on its node is Ray's reservation, with Ray's steps.
+executor without a free GPU on its node is Ray's reservation, with Ray's steps. A GPU generation refused inside the
+quantization's kernels is the quantization (where it was raised outranks the words at equal scores).
 
 Written fresh: the parameter names are those vLLM's fused-MoE and FP8 loaders register (w13_input_scale,
 w2_weight_scale_inv; vllm/model_executor/layers/fused_moe/layer.py), the formats' names those of
@@ -75,3 +76,24 @@ def test_rays_executor_without_a_free_gpu_on_its_node_says_ray_holds_them_not_th
     steps = " ".join(result.next_steps)
     assert "ray status" in steps and "placement group" in steps and "--distributed-executor-backend mp" in steps
     assert "search" not in steps  # (the cause is known: no search of the issue tracker)
+
+
+_FP8_PATH = ('Traceback (most recent call last):\n'
+             '  File "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/layers/quantization/utils/'
+             'fp8_utils.py", line 140, in apply_w8a8_block_fp8_linear\n'
+             "    output = cutlass_scaled_mm(q_input, weight, out_dtype=input.dtype)\n"
+             '  File "/opt/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 727, in cutlass_scaled_mm\n'
+             "    torch.ops._C.cutlass_scaled_mm(out, a, b, scale_a, scale_b, bias)\n")
+
+
+def test_a_gpu_generation_refused_inside_the_quantizations_kernels_is_the_quantization() -> None:
+    # (where it was raised outranks the words at equal scores; a precompiled cutlass op is not a JIT build)
+    result = diagnose(_FP8_PATH + "RuntimeError: Currently, block scaled fp8 gemm is not implemented for Hopper",
+                      exit_code=1, engine="vllm")
+    assert result.category == "quantization_unsupported", result
+    assert "cuda_arch_or_driver" in result.alternatives
+
+
+def test_the_same_refusal_outside_any_areas_code_is_the_gpu() -> None:
+    result = diagnose("RuntimeError: Currently, block scaled fp8 gemm is not implemented for Hopper", exit_code=1)
+    assert result.category == "cuda_arch_or_driver", result

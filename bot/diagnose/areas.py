@@ -58,7 +58,7 @@ class Area:
 AREAS: tuple[Area, ...] = (
     Area("jit_compile_failure", "a kernel build (JIT compile) failed: {0}",
          frames=re.compile(r"flashinfer/jit/|torch/_inductor/|torch/_dynamo/|/triton/(?:compiler|runtime|backends)/"
-                           r"|torch/utils/cpp_extension|deep_gemm/|tvm_ffi/|/jit_kernel/|cutlass|/nvrtc|"
+                           r"|torch/utils/cpp_extension|deep_gemm/|tvm_ffi/|/jit_kernel/|/cutlass/|cutlass_dsl|/nvrtc|"
                            r"cute/|tilelang/|sgl_kernel/jit"
                            # flashinfer's module builders, called from its wrappers (flashinfer/jit/core.py
                            # JitSpec.build_and_load; prefill.py "gen_batch_prefill_module(...).build_and_load()")
@@ -348,9 +348,13 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
         # the drafter's load is where it failed, as a frame in spec_decode/ would say.
         scores = [(score + _PHASE_PRIOR, True) if area.category == "speculative_config_invalid" else (score, placed)
                   for area, (score, placed) in zip(AREAS, scores)]
-    ranked = sorted(((score, index) for index, (score, _) in enumerate(scores)), reverse=True)
-    (best, index), (second, runner_up) = ranked[0], ranked[1]
-    if best < MIN_SCORE or best - second < MIN_MARGIN or (native and not scores[index][1]):
+    # (at equal scores the area the exception was raised in ranks first: where it was raised says more than which
+    # words its message uses, "not implemented for Blackwell" raised in the quantization's kernels)
+    ranked = sorted(((score, placed, index) for index, (score, placed) in enumerate(scores)), reverse=True)
+    (best, best_placed, index), (second, second_placed, runner_up) = ranked[0], ranked[1]
+    tie_broken_by_place = best == second and best_placed and not second_placed
+    if best < MIN_SCORE or (best - second < MIN_MARGIN and not tie_broken_by_place) \
+            or (native and not scores[index][1]):
         return
     if finding.kind in ("kernel_crash", "segfault") and AREAS[index].category == "speculative_config_invalid":
         # A native crash (an illegal memory access) inside the drafter's code is an engine bug of that path, not a
