@@ -1,7 +1,7 @@
 """An assertion in the KV cache's own bookkeeping (SGLang's radix tree, its LRU lists, HiCache's load-back) is an engine
 bug, not the KV cache failing to fit; a failure in the pool's allocation at start still is the KV cache. Written
-fresh with frames of sglang/srt/mem_cache/ (radix_cache.py, memory_pool.py) and messages of our own. A worker that raised
-before it died (vLLM relays its error) died of that error, not of a kill from outside.
+fresh with frames of sglang/srt/mem_cache/ (radix_cache.py, memory_pool.py) and messages of our own. A worker that
+raised before it died (vLLM relays its error) died of that error, not of a kill from outside.
 """
 
 from __future__ import annotations

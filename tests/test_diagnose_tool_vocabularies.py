@@ -1,9 +1,9 @@
 """A crash no phrase rule knows whose lines speak the quantization's own vocabulary (its formats and kernels, and the
 parameters only a quantized checkpoint has) is placed in the quantization's area, as an expert reading a new message
 places it; the same frames without those words stay unplaced. A toolchain step of a kernel build failing in the
-tool's own output format (cicc, nvlink, the assembler, make) is the build; ModelScope's own hub errors are the hub; vLLM's Ray
-executor without a free GPU on its node is Ray's reservation, with Ray's steps. A GPU generation refused inside the
-quantization's kernels is the quantization (where it was raised outranks the words at equal scores).
+tool's own output format (cicc, nvlink, the assembler, make) is the build; ModelScope's own hub errors are the hub;
+vLLM's Ray executor without a free GPU on its node is Ray's reservation, with Ray's steps. A GPU generation refused
+inside the quantization's kernels is the quantization (where it was raised outranks the words at equal scores).
 
 Written fresh: the parameter names are those vLLM's fused-MoE and FP8 loaders register (w13_input_scale,
 w2_weight_scale_inv; vllm/model_executor/layers/fused_moe/layer.py), the formats' names those of
@@ -17,7 +17,8 @@ import pytest
 from bot.diagnose import diagnose
 
 _LOADER = ('Traceback (most recent call last):\n'
-           '  File "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/models/{0}.py", line 512, in load_weights\n'
+           '  File "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/models/{0}.py", line 512, in '
+           'load_weights\n'
            "    param = params_dict[name]\n"
            "            ~~~~~~~~~~~^^^^^^\n")
 
