@@ -1,7 +1,8 @@
 """An assertion in the KV cache's own bookkeeping (SGLang's radix tree, its LRU lists, HiCache's load-back) is an engine
 bug, not the KV cache failing to fit; a failure in the pool's allocation at start still is the KV cache. Written
 fresh with frames of sglang/srt/mem_cache/ (radix_cache.py, memory_pool.py) and messages of our own. A worker that
-raised before it died (vLLM relays its error) died of that error, not of a kill from outside.
+raised before it died (vLLM relays its error) died of that error, not of a kill from outside; a KeyError of a
+run-time helper in vllm/config/ is not a refused setting, an error of its checks is.
 """
 
 from __future__ import annotations
@@ -61,3 +62,24 @@ def test_a_worker_that_died_without_an_error_of_its_own_is_still_read_as_a_kill(
            "(EngineCore_DP0 pid=808) ERROR 12-03 09:50:07 [multiproc_executor.py:231] Worker proc VllmWorker-1 died "
            "unexpectedly, shutting down executor.")
     assert diagnose(log, exit_code=1).category == "host_oom_killed"
+
+
+# vllm/config/ holds run-time helpers as well as the settings' checks (written fresh with its helper's name,
+# get_layers_from_vllm_config, and a layer name of our own)
+def test_a_keyerror_of_a_config_helper_looking_a_layer_up_is_not_a_refused_setting() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/vllm/config/__init__.py", line 4120, in '
+           "get_layers_from_vllm_config\n"
+           "    return {name: forward_context[name] for name in layer_names}\n"
+           "KeyError: 'model.layers.7.self_attn.attn'")
+    assert diagnose(log, exit_code=1, engine="vllm").category != "bad_argument"
+
+
+def test_an_error_raised_by_a_config_check_is_still_the_setting() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/vllm/config/scheduler.py", line 210, in __post_init__\n'
+           "    self._verify_args()\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/vllm/config/scheduler.py", line 260, in _verify_args\n'
+           "    raise ValueError(msg)\n"
+           "ValueError: the scheduler's budget of 96 is below its floor of 128")
+    assert diagnose(log, exit_code=1, engine="vllm").category == "bad_argument"

@@ -148,7 +148,11 @@ AREAS: tuple[Area, ...] = (
     # --speculative-algorithm / --speculative-num-steps / ...) names the drafter's setup, whose area is above.
     Area("bad_argument", "the engine refused a launch setting: {0}",
          # (and any launcher's own argument parsing: ms-swift's _parse_args raising "remaining_argv: [...]")
-         frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py|vllm/config/|vllm/config\.py"
+         # (vllm/config/ also holds run-time helpers, get_layers_from_vllm_config looking a layer up by name: only its
+         # checks are the arguments', as in bot/diagnose/structure_rules.py arguments_frames)
+         frames=re.compile(r"sglang/srt/server_args\.py|vllm/engine/arg_utils\.py"
+                           r"|vllm/config(?:/\w{1,40})?\.py (?:__post_init__|_?verify\w{0,40}|_?validate\w{0,40}"
+                           r"|_?check\w{0,40}|__init__|create_\w{0,30}config|_?set_\w{0,40}|try_verify\w{0,30})\b"
                            r"|\b_?parse_(?:known_)?args\b", _I),
          words=re.compile(r"(?<![\w-])--(?!speculative-)[a-z][a-z0-9]{1,30}(?:-[a-z0-9]{1,30}){1,6}\b")),
     # huggingface_hub's download path (file_download.py hf_hub_download, utils/_http.py and its backoff's "Retrying in
