@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/diagnose_agreement.py
 
-``tests/data/crashlogs/blind_labels.json`` holds a second label for 402 corpus logs: helpers of this project labelled
+``tests/data/crashlogs/blind_labels.json`` holds a second label for 911 corpus logs: helpers of this project labelled
 each log from its text and launch command only (not the thread, the corpus label, the diagnoser or its rules; the
 files were renamed and shuffled so a log's split could not be told). Issue 12 sets the bar at "what an expert reading
 the tail would say"; the corpus labels also use the thread (a title, a maintainer's reply). The agreement of the two
