@@ -3,13 +3,14 @@ with a plan and host facts (next steps with this plan's numbers, the fix as a pl
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
 from bot.diagnose import diagnose, diagnose_file, diagnosis_text
-from bot.models import GpuBudget, GpuInfo, GpuProcess, HostFacts, LaunchPlan, ModelFolder, ServerInfo
+from bot.models import Diagnosis, GpuBudget, GpuInfo, GpuProcess, HostFacts, LaunchPlan, ModelFolder, ServerInfo
 from tests.crashcorpus import corpus
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -114,8 +115,14 @@ CALLED_HEALTHY_MAX = 0.03
 DECISIVE_FIRST_FLOOR = 0.78
 
 
+@functools.lru_cache(maxsize=None)
+def _diagnosed(log: str) -> Diagnosis:
+    """One diagnosis per dev log for the tests that each read all of them (the diagnoser is deterministic)."""
+    return diagnose(log)
+
+
 def test_corpus_categories_at_least_their_floor_and_every_healthy_log_is_none():
-    results = {name: diagnose(entry["log"]) for name, entry in DEV}
+    results = {name: _diagnosed(entry["log"]) for name, entry in DEV}
     wrong = {name: (entry["category"], results[name].category) for name, entry in DEV
              if results[name].category != entry["category"]}
     assert len(DEV) >= len(CORPUS)
@@ -134,7 +141,7 @@ def test_corpus_categories_at_least_their_floor_and_every_healthy_log_is_none():
 def test_collected_dev_logs_quote_their_decisive_line_first():
     marked = [(name, entry) for name, entry in DEV if entry.get("decisive")]
     def first_evidence(log: str) -> str:
-        evidence = diagnose(log).evidence
+        evidence = _diagnosed(log).evidence
         return evidence[0].text if evidence else ""
 
     missed = [name for name, entry in marked if entry["decisive"] not in first_evidence(entry["log"])]
