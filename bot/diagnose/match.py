@@ -41,14 +41,12 @@ from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
 from bot.diagnose.rules import (
     CONTEXT_LINES,
     OOM,
-    PHASE_LOOKAHEAD,
-    PHASE_LOOKBACK,
     rules_for,
     SELF_KILL,
     Rule,
 )
-from bot.diagnose.oom_phases import OOM_BY_PHASE, OOM_MESSAGE_NOISE, OOM_MESSAGE_PHASE, PHASE_MARKERS
-from bot.diagnose.reading import FRAME as _FRAME, continued, drop_handled, prepare
+from bot.diagnose.oom_phases import OOM_BY_PHASE, oom_phase
+from bot.diagnose.reading import continued, drop_handled, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
 from bot.diagnose.own_death import own_error_behind_kill
@@ -62,8 +60,6 @@ from bot.tail import TAIL_BYTES, bound_text, read_tail
 
 __all__ = ["diagnose", "diagnose_file", "diagnosis_text"]
 
-#: Lines that belong to a traceback without being frames: its header, chained-exception notes, elisions.
-_STACK_NOISE = re.compile(r"^Traceback \(most recent call last\)|^\.\.\.|^$")
 _QUIET = ("DEBUG", "INFO", "WARNING")
 #: A competing category within this many priority points of the winner makes the verdict unsure between them.
 ALTERNATIVE_WINDOW = 12
@@ -122,59 +118,6 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
     return hits
 
 
-#: Python's line between an exception and the one raised because of it: the traceback after it is the same call
-#: chain seen from outside (vLLM's engine core re-raising a worker's OOM from run_busy_loop); and a traceback's own
-#: first line right under the message, where a logger printed the message before its traceback (vLLM's worker:
-#: "ERROR [multiproc_executor.py:671] RuntimeError: NPU out of memory ...", then "Traceback ...", worker_busy_loop).
-_CHAINED = re.compile(r"The above exception was the direct cause of the following exception|During handling of the "
-                      r"above exception, another exception occurred|^Traceback \(most recent call last\):$")
-
-
-def _chained_stack(lines: list[LogLine], pos: int) -> list[LogLine]:
-    """The frames of the traceback below an OOM at ``pos``: the one it was chained into, or its own where the message
-    was logged first; none when no traceback follows."""
-    ahead = lines[pos + 1:pos + 4]
-    start = next((at for at, line in enumerate(ahead, pos + 1) if _CHAINED.search(line.text)), None)
-    if start is None:
-        return []
-    return [line for line in lines[start + 1:start + 1 + PHASE_LOOKBACK]
-            if line.code or _FRAME.match(line.text)]
-
-
-def _oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, float]:
-    """(phase, the line that shows it, confidence) for an OOM at ``pos``."""
-    message = OOM_MESSAGE_NOISE.sub("", lines[pos].text)
-    for phase, pattern in OOM_MESSAGE_PHASE:
-        if pattern.search(message):
-            return phase, None, 0.85
-    # The traceback right above the error: its frames are the call chain; the most specific phase on it wins.
-    stack: list[LogLine] = []
-    for back in range(pos - 1, max(-1, pos - PHASE_LOOKBACK - 1), -1):
-        line = lines[back]
-        if not (line.code or _FRAME.match(line.text) or _STACK_NOISE.search(line.text)):
-            break
-        stack.append(line)
-    for phase, pattern in PHASE_MARKERS:
-        marker = next((line for line in stack if pattern.search(line.text)), None)
-        if marker is not None:
-            return phase, marker, 0.85
-    chained = _chained_stack(lines, pos)
-    for phase, pattern in PHASE_MARKERS:
-        marker = next((line for line in chained if pattern.search(line.text)), None)
-        if marker is not None:
-            return phase, marker, 0.8
-    # No traceback: the nearest log line that names a phase (Ray/multi-process logs may print it just after).
-    for back in range(pos - 1, max(-1, pos - PHASE_LOOKBACK - 1), -1):
-        for phase, pattern in PHASE_MARKERS:
-            if pattern.search(lines[back].text):
-                return phase, lines[back], 0.75
-    for ahead in range(pos + 1, min(len(lines), pos + PHASE_LOOKAHEAD + 1)):
-        for phase, pattern in PHASE_MARKERS:
-            if phase != "serving" and pattern.search(lines[ahead].text):
-                return phase, lines[ahead], 0.7
-    return "unknown", None, 0.55
-
-
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 #: A parenthesis of the template that holds placeholders: "({1} tokens)", "({0}{1}{2})".
 _HOLDING_PARENS = re.compile(r" ?\(([^()]*\{\d+\}[^()]*)\)")
@@ -217,7 +160,7 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
                       confidence=best.rule.confidence, kind=best.rule.kind, decisive=line, match=best.match,
                       rule=best.rule.name, pos=best.pos, alternatives=list(best.rule.unsure))
     if best.rule.category == OOM:
-        phase, marker, confidence = _oom_phase(lines, best.pos)
+        phase, marker, confidence = oom_phase(lines, best.pos)
         category, kind, cause = OOM_BY_PHASE[phase]
         finding.category, finding.kind, finding.cause = category, kind, cause
         finding.confidence = confidence

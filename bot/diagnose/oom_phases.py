@@ -1,13 +1,18 @@
 """Where in the start-up a CUDA out-of-memory struck, and what that makes it: the weights not fitting, the KV cache,
 the memory profile, CUDA-graph capture or serving (the taxonomy splits one PyTorch message four ways by phase).
 
-``bot.diagnose.match`` reads the phase from the OOM's own message first, then the traceback right above it (the most
-specific phase on the stack wins), then the nearest log line that names one.
+``oom_phase`` (called by ``bot.diagnose.match``) reads the phase from the OOM's own message first, then the traceback
+right above it (the most specific phase on the stack wins), then the traceback below it (the one it was chained into,
+or its own where a logger printed the message first), then the nearest log line that names one.
 """
 
 from __future__ import annotations
 
 import re
+
+from bot.diagnose.reading import FRAME
+from bot.diagnose.rules import PHASE_LOOKAHEAD, PHASE_LOOKBACK
+from bot.diagnose.types import LogLine
 
 #: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
 #: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this
@@ -73,3 +78,59 @@ OOM_BY_PHASE: dict[str, tuple[str, str | None, str]] = {
                 "batch's activations"),
     "unknown": ("gpu_oom_weights", None, "CUDA out of memory (the phase is not in the log: most often the weights)"),
 }
+
+#: Lines that belong to a traceback without being frames: its header, chained-exception notes, elisions.
+_STACK_NOISE = re.compile(r"^Traceback \(most recent call last\)|^\.\.\.|^$")
+
+
+#: Python's line between an exception and the one raised because of it: the traceback after it is the same call
+#: chain seen from outside (vLLM's engine core re-raising a worker's OOM from run_busy_loop); and a traceback's own
+#: first line right under the message, where a logger printed the message before its traceback (vLLM's worker:
+#: "ERROR [multiproc_executor.py:671] RuntimeError: NPU out of memory ...", then "Traceback ...", worker_busy_loop).
+_CHAINED = re.compile(r"The above exception was the direct cause of the following exception|During handling of the "
+                      r"above exception, another exception occurred|^Traceback \(most recent call last\):$")
+
+
+def _chained_stack(lines: list[LogLine], pos: int) -> list[LogLine]:
+    """The frames of the traceback below an OOM at ``pos``: the one it was chained into, or its own where the message
+    was logged first; none when no traceback follows."""
+    ahead = lines[pos + 1:pos + 4]
+    start = next((at for at, line in enumerate(ahead, pos + 1) if _CHAINED.search(line.text)), None)
+    if start is None:
+        return []
+    return [line for line in lines[start + 1:start + 1 + PHASE_LOOKBACK]
+            if line.code or FRAME.match(line.text)]
+
+
+def oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, float]:
+    """(phase, the line that shows it, confidence) for an OOM at ``pos``."""
+    message = OOM_MESSAGE_NOISE.sub("", lines[pos].text)
+    for phase, pattern in OOM_MESSAGE_PHASE:
+        if pattern.search(message):
+            return phase, None, 0.85
+    # The traceback right above the error: its frames are the call chain; the most specific phase on it wins.
+    stack: list[LogLine] = []
+    for back in range(pos - 1, max(-1, pos - PHASE_LOOKBACK - 1), -1):
+        line = lines[back]
+        if not (line.code or FRAME.match(line.text) or _STACK_NOISE.search(line.text)):
+            break
+        stack.append(line)
+    for phase, pattern in PHASE_MARKERS:
+        marker = next((line for line in stack if pattern.search(line.text)), None)
+        if marker is not None:
+            return phase, marker, 0.85
+    chained = _chained_stack(lines, pos)
+    for phase, pattern in PHASE_MARKERS:
+        marker = next((line for line in chained if pattern.search(line.text)), None)
+        if marker is not None:
+            return phase, marker, 0.8
+    # No traceback: the nearest log line that names a phase (Ray/multi-process logs may print it just after).
+    for back in range(pos - 1, max(-1, pos - PHASE_LOOKBACK - 1), -1):
+        for phase, pattern in PHASE_MARKERS:
+            if pattern.search(lines[back].text):
+                return phase, lines[back], 0.75
+    for ahead in range(pos + 1, min(len(lines), pos + PHASE_LOOKAHEAD + 1)):
+        for phase, pattern in PHASE_MARKERS:
+            if phase != "serving" and pattern.search(lines[ahead].text):
+                return phase, lines[ahead], 0.7
+    return "unknown", None, 0.55

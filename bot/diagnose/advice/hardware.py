@@ -47,15 +47,7 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
                      + ("; DeepGEMM can be switched off (VLLM_USE_DEEP_GEMM=0 for vLLM, SGL_ENABLE_JIT_DEEPGEMM=0 "
                         "for SGLang)" if re.search(r"deep_?gemm", text, re.IGNORECASE) else ""))
     elif f.kind == "rocm_arch":
-        # (HSA_OVERRIDE_GFX_VERSION makes the ROCm runtime report another gfx target: AMD's documented workaround for
-        # consumer Radeon parts missing from a release's build list, unsupported and at the user's risk)
-        target = f.match.group(2) if f.match is not None and f.match.group(2) else "this GPU's gfx target"
-        steps.append(f"the ROCm libraries in this install / image have no kernels for {target}: use a ROCm release "
-                     f"(and an engine image built on it) whose supported-GPU list has it (`rocminfo | grep gfx` "
-                     f"shows the target)")
-        steps.append("for a consumer Radeon part a release does not list, HSA_OVERRIDE_GFX_VERSION set to the nearest "
-                     "supported target of the same generation (e.g. 11.0.0 for RDNA 3 parts) often runs: unsupported, "
-                     "so verify the output")
+        steps.extend(_rocm_arch_steps(f))
     elif f.kind == "bf16":
         steps.append(f"{gpu or 'this GPU'} has no bfloat16: run in float16 (--dtype float16)")
         fix = Fix(summary="--dtype float16 (no bfloat16 on this GPU)",
@@ -76,6 +68,18 @@ def advise_cuda(f: Finding, s: PlanView) -> Advice:
         steps.append("a kernel JIT-compiled elsewhere (a copied cache) can cause the same: clear the JIT caches "
                      "(~/.cache/flashinfer, ~/.triton) and relaunch")
     return steps, fix
+
+
+def _rocm_arch_steps(f: Finding) -> list[str]:
+    """ROCm's math libraries without kernels for the GPU's gfx target (the target named when rocBLAS said it)."""
+    target = f.match.group(2) if f.match is not None and f.match.group(2) else "this GPU's gfx target"
+    # (HSA_OVERRIDE_GFX_VERSION makes the ROCm runtime report another gfx target: AMD's documented workaround for
+    # consumer Radeon parts missing from a release's build list, unsupported and at the user's risk)
+    return [f"the ROCm libraries in this install / image have no kernels for {target}: use a ROCm release (and an "
+            f"engine image built on it) whose supported-GPU list has it (`rocminfo | grep gfx` shows the target)",
+            "for a consumer Radeon part a release does not list, HSA_OVERRIDE_GFX_VERSION set to the nearest supported "
+            "target of the same generation (e.g. 11.0.0 for RDNA 3 parts) often runs: unsupported, so verify the "
+            "output"]
 
 
 #: What the driver's words say is wrong with it: (pattern, the step).
