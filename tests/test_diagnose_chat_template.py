@@ -1,4 +1,4 @@
-"""The chat template an engine loads at start (bot/diagnose/template_rules.py): a --chat-template value it cannot
+"""The chat template an engine loads at start (bot/diagnose/feature_rules.py): a --chat-template value it cannot
 resolve, and a tokenizer without one, are the launch setting with the value's own steps. Two pasting and registry
 wordings ride along: a whole line in single-mark Markdown emphasis, and tpu-inference's "not registered in".
 

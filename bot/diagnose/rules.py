@@ -26,7 +26,7 @@ from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.signals import SIGNAL_RULES
 from bot.diagnose.library_rules import LIBRARY_RULES
-from bot.diagnose.template_rules import TEMPLATE_RULES
+from bot.diagnose.feature_rules import FEATURE_RULES
 from bot.diagnose.slurm_rules import SLURM_RULES
 from bot.diagnose.vocabulary_rules import VOCABULARY_RULES
 from bot.diagnose.weights_rules import WEIGHTS_RULES
@@ -102,26 +102,11 @@ RULES: tuple[Rule, ...] = (
          _r(r"\bPipeline parallelism is not supported for this model\b"), 60, 0.55,
          "this model's implementation does not support pipeline parallelism: drop --pipeline-parallel-size (use TP)",
          unsure=("speculative_config_invalid", "unsupported_architecture")),
-    # A LoRA adapter that is not where the launch says ("No adapter found for /path", vllm/lora/worker_manager.py).
-    Rule("lora_adapter_missing", "model_files_missing_or_corrupt",
-         _r(r"\bNo adapter found for (\S{1,300})"), 78, 0.8, "no LoRA adapter at {0}", kind="lora_path"),
     # A KV connector this engine path does not know (vLLM's KV transfer config).
     Rule("kv_connector_unknown", "bad_argument",
          _r(r"\bUnsupported (?:KV )?connector(?: type)?: ?([\w.-]{1,80})"), 62, 0.6,
          "the KV connector {0} is not one this engine version or mode accepts (--kv-transfer-config)",
          unsure=("missing_dependency",)),
-    # LoRA turned on for an architecture whose model class has no LoRA support in this release (vLLM's
-    # "Model GemmaForCausalLM does not support LoRA, but LoRA is enabled. Support for this model may be added in the
-    # future.", vllm/model_executor/model_loader; "X does not support LoRA yet.", vllm-project/vllm#18574): the
-    # launch's --enable-lora, the model itself serves without it.
-    Rule("lora_unsupported_model", "bad_argument",
-         _r(r"\b(?:Model )?([A-Z]\w{2,80}) does not support LoRA\b"), 79, 0.8,
-         "--enable-lora is on, and this release has no LoRA support for {0}", kind="lora_unsupported",
-         unsure=("unsupported_architecture",), any_level=True),
-    # LoRA adapters larger than the launch allows (vllm/lora: "LoRA rank 64 is greater than max_lora_rank 16").
-    Rule("lora_rank_over_max", "bad_argument",
-         _r(r"\bLoRA rank (\d{1,5}) is greater than max_lora_rank (\d{1,5})"), 80, 0.85,
-         "the adapter's LoRA rank {0} is above --max-lora-rank {1}: raise it to at least {0}"),
     # ------------------------------------------------------------------ tensor parallel divisibility
     Rule("heads_not_divisible", "tp_not_divisible",
          _r(r"Total number of (?:attention|key[ _-]value) heads \((\d+)\) must be divisible by tensor parallel "
@@ -371,7 +356,7 @@ RULES: tuple[Rule, ...] = (
          _r(r"exit ?code[=:]? ?-?9\b|exitcode=-?9\b|exit(?:ed)? with (?:code|status) 137\b|Signals\.SIGKILL"
             r"|\bsignal 9\b|killed by SIGKILL|killed by signal: Killed|terminated with signal SIGKILL"),
          30, 0.6, "a process of the engine was killed with SIGKILL (most often the host OOM killer)", any_level=True),
-) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + TEMPLATE_RULES + VOCABULARY_RULES + WEIGHTS_RULES
+) + SIGNAL_RULES + SLURM_RULES + LIBRARY_RULES + FEATURE_RULES + VOCABULARY_RULES + WEIGHTS_RULES
 
 
 @lru_cache(maxsize=8)
