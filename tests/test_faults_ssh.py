@@ -140,6 +140,32 @@ def test_server_that_died_while_the_bot_was_away_is_reported_crashed_on_resume(s
     store.close()
 
 
+def test_server_killed_with_its_supervisor_is_a_crash_not_a_healthy_log(sshd, simhost, tmp_path):
+    """The whole process group SIGKILLed (a `kill -9 -PGID`, a container stopped): no exit status is written, and
+    the log ends on the ready line. The diagnosis of a process known gone must not read that log as healthy."""
+    config = tmp_path / "app.yaml"
+    config.write_text(yaml.safe_dump(config_dict(sshd, simhost)))
+    db = tmp_path / "state.db"
+    bot = cli(config, db, "ask", "start Qwen3.6-27B on CT129")
+    assert bot.wait(timeout=60) == 0, bot.stdout.read().decode()
+    store = Store(db)
+    (dep,) = asyncio.run(store.active_deployments("CT129"))
+    os.killpg(os.getpgid(dep.handle.pid), signal.SIGKILL)  # the supervisor goes too: nothing writes the .exit file
+    wait_for(lambda: not pid_alive(dep.handle.pid), what="the engine to die")
+    resumed = cli(config, db, "resume")
+    output = resumed.communicate(timeout=60)[0].decode()
+    assert resumed.returncode == 1, output
+    after = asyncio.run(store.get_deployment(dep.id))
+    assert after.state == "crashed" and after.exit_code is None
+    diagnosis = after.diagnosis
+    assert diagnosis is not None and diagnosis.category == "other", diagnosis
+    assert "no exit status recorded" in diagnosis.cause and "while the server was up" in diagnosis.cause
+    assert diagnosis.alternatives == ["host_oom_killed"]
+    assert any("dmesg" in step and "uptime" in step for step in diagnosis.next_steps), diagnosis.next_steps
+    assert "healthy" not in output.split("resumed following", 1)[1]
+    store.close()
+
+
 async def test_host_dropping_mid_follow_reconnects_and_resumes_at_its_offset(sshd, simhost, tmp_path):
     simhost.set_scenario("healthy", periodic_interval_s=0.2)
     store = Store(tmp_path / "state.db")

@@ -35,6 +35,7 @@ from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
 from bot.diagnose.areas import SPECULATIVE_ON, error_shaped_end, place, warmup_refusal_end
 from bot.diagnose.launch_facts import single_gpu_split
+from bot.diagnose.ended import ended_quietly
 from bot.diagnose.health import healthy_diagnosis, read_health
 from bot.diagnose.ops import place_missing_op, place_missing_platform
 from bot.diagnose.render import diagnosis_text, evidence_of, secrets_of
@@ -283,14 +284,15 @@ def _read_cut_raise(lines: list[LogLine], structure: TailStructure) -> None:
 
 def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
              plan: LaunchPlan | None = None, facts: HostFacts | None = None,
-             command: str | None = None) -> Diagnosis:
+             command: str | None = None, ended: bool = False) -> Diagnosis:
     """Name the cause of a crash from the end of its log; ``none`` for a healthy log, ``other`` when unrecognised.
 
     ``log_tail`` is the bounded end of the log (see ``bot.tail``); ``exit_code`` the process's exit status when
     known (137 / -9: SIGKILL); ``engine`` 'sglang' / 'vllm' when known (else read from the plan or the log).
     With ``plan`` and ``facts`` the next steps carry this plan's numbers and ``fix`` is the changed plan.
     ``command``: the command line that launched the engine when there is no plan (a log someone sent with the
-    command they ran); like a plan's argv it tells whether the launch ran speculative decoding.
+    command they ran); like a plan's argv it tells whether the launch ran speculative decoding. ``ended``: the
+    process is known to be gone (the pipeline's crash path), so the answer is never ``none``.
     """
     # Bounded input before any rule runs: the last TAIL_BYTES characters, every line cut at MAX_LINE_CHARS.
     lines = drop_handled(prepare(bound_text(log_tail)))
@@ -314,10 +316,14 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
         outlived = health.alive_pos > finding.pos and not (health.died_while_up and health.dead_pos >= finding.pos)
         if outlived and not _killed_from_outside(finding):
-            return healthy_diagnosis(lines, health, error=finding.decisive)
+            if not ended:
+                return healthy_diagnosis(lines, health, error=finding.decisive)
+            finding = ended_quietly(lines, exit_code, health, earlier=finding.decisive)
     if finding is None:
         finding = warmup_refusal_end(lines, health) or unrecognised(lines, exit_code, health, structure) \
             or error_shaped_end(lines, health) or engine_death(lines, health)
+    if finding is None and ended:
+        finding = ended_quietly(lines, exit_code, health, earlier=error_after_ready(lines, health))
     if finding is None:
         return healthy_diagnosis(lines, health, error_last=error_after_ready(lines, health))
     speculative = bool(plan and plan.speculative not in (None, "none")) \
@@ -343,7 +349,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
 
 
 def diagnose_file(path: str | Path, engine: str | None = None, *, exit_code: int | None = None,
-                  max_bytes: int = TAIL_BYTES, command: str | None = None) -> Diagnosis:
+                  max_bytes: int = TAIL_BYTES, command: str | None = None, ended: bool = False) -> Diagnosis:
     """Diagnose a log file from its tail only (never reads the whole file)."""
-    return diagnose(read_tail(path, max_bytes), exit_code=exit_code, engine=engine, command=command)
+    return diagnose(read_tail(path, max_bytes), exit_code=exit_code, engine=engine, command=command, ended=ended)
 

@@ -84,10 +84,11 @@ class DiagnosisRunner:
 
     async def diagnose(self, log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
                        plan: LaunchPlan | None = None, facts: HostFacts | None = None,
-                       secrets: Iterable[str] = ()) -> Diagnosis:
+                       secrets: Iterable[str] = (), ended: bool = False) -> Diagnosis:
         # Cut here, before it is copied to the worker: a 10 MB line costs the loop a 4 KB copy, not a 10 MB pickle.
         log_tail = bound_text(log_tail)
-        kwargs: dict[str, Any] = {"exit_code": exit_code, "engine": engine, "plan": plan, "facts": facts}
+        kwargs: dict[str, Any] = {"exit_code": exit_code, "engine": engine, "plan": plan, "facts": facts,
+                                  "ended": ended}
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Diagnosis] = loop.create_future()
         if self.isolate:

@@ -210,10 +210,10 @@ def _without_error_lines(lines: list[LogLine], exit_code: int | None, health: He
                        support=[cut.decisive] if cut is not None and cut.decisive is not None else [],
                        cause="a compiled extension failed to import (quoted) and the start went no further: a binary "
                              "built against another torch / CUDA / Python")
-    return _exit_only(lines, exit_code, self_kill)
+    return exit_only(lines, exit_code, self_kill)
 
 
-def _exit_only(lines: list[LogLine], exit_code: int | None, self_kill: bool) -> Finding | None:
+def exit_only(lines: list[LogLine], exit_code: int | None, self_kill: bool) -> Finding | None:
     if exit_code in SIGKILL_EXIT_CODES and not self_kill:
         return Finding(category="host_oom_killed", confidence=0.55, decisive=last_line(lines),
                        cause=f"the engine was killed by SIGKILL (exit {exit_code}) with no error in its log: most "

@@ -233,8 +233,10 @@ class OpsMixin(PipelineBase):
         tail = await self._readable_tail(dep, thread, max_bytes)
         if isinstance(tail, Outcome):
             return tail
+        # (a crashed deployment's engine is gone: its log is never read as a healthy start)
         diagnosis = await self.diagnoser.diagnose(tail.text, exit_code=dep.exit_code, engine=dep.engine,
-                                                  plan=dep.plan, secrets=self.secrets.values())
+                                                  plan=dep.plan, secrets=self.secrets.values(),
+                                                  ended=dep.state == "crashed")
         await thread.emit(Diagnosed(diagnosis=diagnosis))
         await self.store.audit("diagnose", host=dep.host, deployment_id=dep.id, result=diagnosis.category,
                                detail=diagnosis.cause)

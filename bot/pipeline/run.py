@@ -303,7 +303,7 @@ class RunMixin(PipelineBase):
                 tail = ""
         tail = self.redact(tail)
         diagnosis = await self.diagnoser.diagnose(tail, exit_code=exit_code, engine=dep.engine, plan=dep.plan,
-                                                  facts=facts, secrets=self.secrets.values())
+                                                  facts=facts, secrets=self.secrets.values(), ended=True)
         dep.diagnosis = diagnosis
         await self.store.save_deployment(dep)
         await thread.emit(Crashed(exit_code=exit_code, tail=tail.splitlines()[-15:], served_s=served_s))

@@ -93,7 +93,18 @@ _FIXED_FIRST_STEPS: dict[str, str] = {
                          "start the cluster again; when a launcher runs the engine inside a Ray actor, give that actor "
                          "as many GPUs as the tensor-parallel size, or on one node use "
                          "--distributed-executor-backend mp",
+    # (a process that ended without an error line or exit status: bot/diagnose/ended.py)
+    "vanished": "find what ended it on the host: `uptime` and `last -x reboot | head -3` (a restart), "
+                "`dmesg -T | grep -i -E 'killed process|out of memory'` (the OOM killer), the container runtime's or "
+                "scheduler's own log (`docker ps -a`, `journalctl`); then relaunch (`restart` in this thread)",
+    "clean_exit": "find who stopped it: a `stop` of this deployment shows in its thread and the audit trail; "
+                  "otherwise a supervisor, container runtime or job scheduler sent it SIGTERM, and its own log says "
+                  "so; then relaunch (`restart` in this thread)",
 }
+
+#: Kinds whose cause is not an engine bug, so searching the engine's issue tracker is no step for them.
+_NO_SEARCH = frozenset({"transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork",
+                        "ray_gpus_reserved", "vanished", "clean_exit"})
 
 
 def _first_step(f: Finding, s: PlanView) -> str:
@@ -149,8 +160,7 @@ def advise_other(f: Finding, s: PlanView) -> Advice:
     unsure = _unsure_step(f, s)
     if unsure:
         steps.append(unsure)
-    if f.kind not in ("transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork",
-                      "ray_gpus_reserved"):
+    if f.kind not in _NO_SEARCH:
         steps.append(_search_step(f, s))
     fix: Fix | None = None
     if s.plan and s.plan.speculative == "mtp" and f.kind in (None, "root_cause_elsewhere", "kernel_crash"):
