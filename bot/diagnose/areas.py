@@ -53,6 +53,10 @@ class Area:
     #: An exception of these classes is the area's code checking its own bookkeeping (an assert on the radix tree's
     #: LRU list in sglang/srt/mem_cache/), an engine bug wherever it was raised, not this area's failure.
     bookkeeping: re.Pattern[str] | None = None
+    #: An exception whose message lacks these words is not this area's failure, though raised in its code: the
+    #: area's code runs the whole model (vLLM's memory profile, determine_available_memory, is a full forward pass,
+    #: so a dtype or shape error raised under it is the model's, relayed as "Worker failed with error '...'").
+    message_words: re.Pattern[str] | None = None
 
 
 AREAS: tuple[Area, ...] = (
@@ -83,7 +87,8 @@ AREAS: tuple[Area, ...] = (
          frames=re.compile(r"pynccl|torch/distributed/|device_communicators/|custom_all_reduce|parallel_state\.py"
                            r"|/distributed/communication_op|nccl", _I),
          classes=re.compile(r"^(?:DistBackendError|DistNetworkError|DistStoreError|DistError)$"),
-         words=re.compile(r"nccl|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
+         # (and the other vendors' collective libraries: Intel's oneCCL, AMD's RCCL, Huawei's HCCL, Microsoft's MSCCL)
+         words=re.compile(r"nccl|\bone ?ccl\b|\brccl\b|\bhccl\b|\bmsccl\w{0,4}\b|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
                           r"|\bcollective\b|\bc10d\b|\bgloo\b|\brendezvous\b|\bTCPStore\b|\bcuda ?ipc\b"
                           r"|\bP2P\b|\bpeer access\b|\bpeer mapping resources\b", _I),
          kind="nccl"),
@@ -116,6 +121,7 @@ AREAS: tuple[Area, ...] = (
          frames=re.compile(r"check_enough_kv_cache_memory|kv_cache_utils\.py|determine_available_memory"
                            r"|get_kv_cache_configs?\b|init_memory_pool|sglang/srt/mem_cache/", _I),
          kind="raise",
+         message_words=re.compile(r"memory|\bOOM\b|\bKV\b|cache|\bblocks?\b|\btokens?\b|\bmax_model_len\b", _I),
          refusal=re.compile(r"\bonly supports?\b|\bnot (?:yet )?supported\b|\bunsupported\b|\bdoes not support\b", _I),
          bookkeeping=re.compile(r"^(?:AssertionError|IndexError|KeyError)$")),
     # A GPU generation or capability named in the error: the hardware is what the code refuses.
@@ -332,6 +338,7 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     named = next((exc for exc in chain if exc.name), None)  # (a traceback cut before its exception line names none)
     scores = [(0, False) if area.refusal and any(area.refusal.search(exc.message) for exc in chain)
               or area.bookkeeping and area.bookkeeping.search(named.name if named else "")
+              or area.message_words and named and named.message and not area.message_words.search(named.message)
               else _score(area, chain, error_lines) for area in AREAS]
     if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
