@@ -306,7 +306,13 @@ RULES: tuple[Rule, ...] = (
             r"|\bMemory access fault by GPU node\b|\bHSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|EXCEPTION"
             r"|ILLEGAL_INSTRUCTION|MEMORY_FAULT)\b"
             r"|\bCuda (?:error|failure)\b[^\n]{0,300}'(?:misaligned address|unspecified launch failure"
-            r"|an illegal instruction was encountered|device-side assert triggered)'"),
+            r"|an illegal instruction was encountered|device-side assert triggered)'"
+            # the failed assert as the kernel itself prints it, before any CUDA error reaches Python: CUDA's device
+            # assert ("IndexKernel.cu:92: operator(): block: [0,0,0], thread: [0,0,0] Assertion `...` failed.") and
+            # HIP's ("skinny_gemms.hip:497: void wvSplitK_hf_sml_(...): Device-side assertion `false' failed.",
+            # ROCm/vllm#527)
+            r"|\.(?:cu|cuh|hip)h?:\d{1,6}: [^\n]{1,400}(?:block: \[\d{1,6},\d{1,6},\d{1,6}\], thread: \[\d{1,6},\d{1,6},"
+            r"\d{1,6}\] Assertion `|Device-side assertion `)"),
          45, 0.6, "a CUDA kernel crashed (illegal memory access / device-side assert): an engine or kernel bug",
          kind="kernel_crash"),
     # SGLang's scheduler watchdog: no forward step finished within --watchdog-timeout, so it kills the server
