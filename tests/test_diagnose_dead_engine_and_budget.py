@@ -274,5 +274,8 @@ def test_sglang_failing_its_health_check_as_the_tail_ends_is_a_hung_server() -> 
     assert "health check failed" in result.cause and any("py-spy" in step for step in result.next_steps)
     recovered = log + '\n[2026-12-03 07:22:30] INFO:     10.1.1.4:43990 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
     assert diagnose(recovered, engine="sglang").category == "none"
-    # before the server was up the same line is a long start-up step answering /health late, not a hang
-    assert "hung" not in diagnose(f"[2026-12-03 07:21:14] {health_failed}", engine="sglang").cause
+    # Without a ready line in the tail the line still says the server had come up (health_generate in
+    # srt/entrypoints/http_server.py answers a silent 503 while ServerStatus.Starting): a stall, never "still
+    # starting", but less sure, since an SGLang before that status probed a first request still compiling kernels.
+    alone = diagnose(f"[2026-12-03 07:21:14] {health_failed}", engine="sglang")
+    assert alone.category == "other" and alone.confidence <= 0.4 and "compiling" in alone.cause, alone

@@ -85,8 +85,21 @@ KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", 
 _GUESSED_KILLS = frozenset({"engine_died"})
 
 
-#: Rules whose line means a stalled engine only once the server has been up (bot/diagnose/rules.py).
-_STALLS_ONLY_AFTER_START = frozenset({"shm_broadcast_stall", "health_check_stall"})
+#: Rules whose line reports a stalled engine, again and again while it stays stalled (bot/diagnose/rules.py).
+_STALLS = frozenset({"shm_broadcast_stall", "health_check_stall"})
+#: ... and those whose line means a stall only once the server has been up (vLLM's broadcast wait is routine during a
+#: long start-up step). SGLang's "Health check failed" is not among them: its health_generate logs it only once the
+#: server left ServerStatus.Starting (srt/entrypoints/http_server.py returns a silent 503 before), so the line itself
+#: says the server had come up.
+_STALLS_ONLY_AFTER_START = frozenset({"shm_broadcast_stall"})
+
+
+def _unsure_stall(finding: Finding) -> Finding:
+    """A stall reported with no ready line in the tail: the server was up (the line says so), but an SGLang before
+    ServerStatus also probed its first request, which may still be compiling kernels (a JIT on the first batch)."""
+    finding.cause += "; no ready line in the tail, so possibly the first request still compiling kernels"
+    finding.confidence = min(finding.confidence, 0.4)
+    return finding
 
 
 def _killed_from_outside(finding: Finding) -> bool:
@@ -155,7 +168,7 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
         return None
     # The first line of a cause, except a stall's: a hang is told by its last report (an earlier one it recovered from)
     best = max(usable, key=lambda hit: (hit.rule.priority,
-                                        hit.pos if hit.rule.name in _STALLS_ONLY_AFTER_START else -hit.pos))
+                                        hit.pos if hit.rule.name in _STALLS else -hit.pos))
     line = lines[best.pos]
     finding = Finding(category=best.rule.category, cause=_format_cause(best.rule.cause, best.match),
                       confidence=best.rule.confidence, kind=best.rule.kind, decisive=line, match=best.match,
@@ -309,8 +322,8 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     _read_cut_raise(lines, structure)
     hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
     finding = _choose(lines, hits)
-    if finding is not None and finding.rule in _STALLS_ONLY_AFTER_START and health.alive_pos < 0:
-        finding = None  # (a start-up step that takes long, a compile, says the same before the server is up)
+    if finding is not None and finding.rule in _STALLS and health.alive_pos < 0:
+        finding = None if finding.rule in _STALLS_ONLY_AFTER_START else _unsure_stall(finding)
     if finding is not None:
         finding = own_error_behind_kill(finding, lines, exit_code, health, structure) or finding
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
