@@ -17,6 +17,9 @@ from bot.diagnose.types import LogLine
 #: Where a CUDA OOM struck. Inside one traceback the call chain nests the phases (vLLM V1 captures CUDA graphs from
 #: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this
 #: order; outside a traceback, the nearest log line with a marker tells.
+_ENGINE_LOOP_GONE = (r"\bMQEngineDeadError\b|\bEngineDeadError\b|\bEngine loop is not running\b|\bBackground loop has errored"
+                     r"|\b_log_task_completion\b")
+
 PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("graph", re.compile(
         r"cuda_graph_runner|capture_model|capture_one_batch_size|Capture (?:[\w-]{1,20} ){0,4}cuda graph"
@@ -46,14 +49,25 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
         r"|run_batch|event_loop_(?:normal|overlap)"
         # (vLLM V1's engine-core loop runs only once the engine is up)
-        r"|run_busy_loop|_process_engine_step", re.IGNORECASE)),
+        r"|run_busy_loop|_process_engine_step"
+        # (and the request handlers' modules log only for a request: vllm/entrypoints/openai/serving_*.py)
+        r"|\bserving_(?:chat|completion|engine|embedding)\.py:\d"
+        r"|" + _ENGINE_LOOP_GONE, re.IGNORECASE)),
 )
+
+#: The serving loop's end reported after the error that ended it: V1's EngineDeadError, V0's MQEngineDeadError
+#: ("Engine loop is not running") and AsyncLLMEngine's "Background loop has errored" or the done callback of its
+#: request loop (vllm/engine/async_llm_engine.py _log_task_completion). None is raised before the server is up.
+_ENGINE_LOOP_GONE_RE = re.compile(_ENGINE_LOOP_GONE, re.IGNORECASE)
 
 #: PyTorch's OOM message always mentions "private pools (e.g., CUDA Graphs)": not a sign of graph capture.
 OOM_MESSAGE_NOISE = re.compile(r"allocated in private pools \(e\.g\., CUDA Graphs\)", re.IGNORECASE)
 
 #: The phase an OOM message itself names, checked before the surrounding lines.
 OOM_MESSAGE_PHASE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # (an OOM quoted by the error that reports the serving loop gone: "MQEngineDeadError: Engine loop is not running.
+    # Inspect the stacktrace to find the original error: OutOfMemoryError('CUDA out of memory. ...')")
+    ("serving", _ENGINE_LOOP_GONE_RE),
     ("graph", re.compile(r"cuda ?graph|capture", re.IGNORECASE)),
     ("kv", re.compile(r"kv[ _]cache|cache blocks|memory pool", re.IGNORECASE)),
     # vLLM's own message from the memory profile's sampler pass (v1/worker/gpu_model_runner.py _dummy_sampler_run:
@@ -131,6 +145,7 @@ def oom_phase(lines: list[LogLine], pos: int) -> tuple[str, LogLine | None, floa
                 return phase, lines[back], 0.75
     for ahead in range(pos + 1, min(len(lines), pos + PHASE_LOOKAHEAD + 1)):
         for phase, pattern in PHASE_MARKERS:
-            if phase != "serving" and pattern.search(lines[ahead].text):
+            if pattern.search(lines[ahead].text) and (phase != "serving"
+                                                      or _ENGINE_LOOP_GONE_RE.search(lines[ahead].text)):
                 return phase, lines[ahead], 0.7
     return "unknown", None, 0.55
