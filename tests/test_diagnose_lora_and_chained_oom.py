@@ -74,3 +74,7 @@ def test_the_profiles_sampler_warm_up_running_out_asks_for_fewer_sequences() -> 
     assert result.category == "kv_cache_insufficient", result
     assert "--max-num-seqs 384" in result.next_steps[0]
     assert result.fix is None or result.fix.overrides.extra_args == ["--max-num-seqs", "384"]
+    # the launch's own setting is replaced, whichever way it was spelled
+    for spelled in ("--max-num-seqs 768", "--max-num-seqs=768"):
+        launched = diagnose(line, exit_code=1, engine="vllm", command=f"vllm serve /models/q {spelled}")
+        assert launched.fix is not None and launched.fix.overrides.remove_args == ["--max-num-seqs"], spelled

@@ -71,7 +71,7 @@ def _kv_sampler(f: Finding, s: PlanView) -> Advice | None:
     steps = [f"the memory profile sampled for {slots} sequences at once and ran out: relaunch with {flag} {fewer} "
              f"(fewer concurrent sequences), or a lower {s.flag('mem_fraction')} so more stays outside the KV pool"]
     fix = Fix(summary=f"{flag} {fewer} (fewer sequences in the sampler's warm-up)",
-              overrides=PlanOverrides(extra_args=[flag, str(fewer)], remove_args=[flag] if flag in s.argv else [])) \
+              overrides=PlanOverrides(extra_args=[flag, str(fewer)], remove_args=[flag] if s.has_flag(flag) else [])) \
         if s.engine_plugin is not None else None
     return steps, fix
 

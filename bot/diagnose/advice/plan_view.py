@@ -96,6 +96,10 @@ class PlanView:
     def argv(self) -> list[str]:
         return self.plan.argv if self.plan else list(self.command_argv)
 
+    def has_flag(self, flag: str) -> bool:
+        """Whether the launch argv gives ``flag``, as ``--flag value`` or ``--flag=value``."""
+        return any(name == flag for _, name, _ in planner_argv.flags_in(self.argv))
+
     def argv_value(self, name: str) -> str | None:
         return argv_value_of(self.argv, _ARGV_NAMES[name])
 
