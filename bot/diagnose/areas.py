@@ -47,6 +47,9 @@ class Area:
     #: ... unless the exception was raised inside a function that only runs in that phase (the capture itself):
     #: then the frames say the phase even when the tail was cut before its milestone line.
     phase_functions: re.Pattern[str] | None = None
+    #: ... or unless the message itself says the phase ("Cannot run aclop operators during NPU graph capture", CUDA's
+    #: "operation not permitted when stream is capturing"): words no replay says.
+    phase_words: re.Pattern[str] | None = None
     #: A message in these words is a refusal of a feature, not this area's failure, wherever it was raised
     #: ("HiRadixCache only supports MHA, MLA, and NSA (DSA) models" from sglang/srt/mem_cache/).
     refusal: re.Pattern[str] | None = None
@@ -113,7 +116,12 @@ AREAS: tuple[Area, ...] = (
          # vllm v1/worker/gpu_model_runner.py capture_model / _capture_cudagraphs, sglang cuda_graph_runner.py
          # capture / capture_one_batch_size; never replay()
          phase_functions=re.compile(r"^(?:capture_model|_?capture_cudagraphs?|capture|capture_one_batch\w{0,12}"
-                                    r"|_?capture_graphs?|graph_capture|capture_(?:begin|end))$")),
+                                    r"|_?capture_graphs?|graph_capture|capture_(?:begin|end))$"),
+         # (cudaErrorStreamCaptureUnsupported / ...Invalidated read "operation not permitted when stream is
+         # capturing", "operation failed due to a previous error during capture"; torch_npu's ACL graph
+         # "Cannot run aclop operators during NPU graph capture", vllm-project/vllm-ascend#3927)
+         phase_words=re.compile(r"\b(?:during|while|in) (?:\w{1,12} ){0,2}graph captur|\bstream is capturing\b"
+                                r"|\berror during capture\b|\bcudaErrorStreamCapture\w{1,30}", _I)),
     # The KV cache's sizing and allocation after the weights (vllm v1/core/kv_cache_utils.py
     # check_enough_kv_cache_memory, the worker's determine_available_memory; sglang mem_cache/, init_memory_pool):
     # a tail cut inside them is the KV cache not fitting (vllm-project/vllm#20726).
@@ -298,7 +306,10 @@ _PHASE_PRIOR = 2
 
 
 def _raised_in_phase(area: Area, chain: list[RaisedException]) -> bool:
-    """Whether an exception of the chain was raised inside one of the functions only the area's phase runs."""
+    """Whether an exception of the chain was raised inside one of the functions only the area's phase runs, or says
+    in its message that it was raised in that phase."""
+    if area.phase_words is not None and any(area.phase_words.search(exc.message[:2000]) for exc in chain):
+        return True
     pattern = area.phase_functions
     if pattern is None:
         return False
