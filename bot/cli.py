@@ -191,7 +191,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"deploybot diagnose: no such log file: {path} (give the path of a server log, e.g. one under the "
               f"host's log_dir, copied here)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    diagnosis = diagnose_file(path, engine=args.engine, exit_code=args.exit_code, command=args.launch_command)
+    diagnosis = diagnose_file(path, engine=args.engine, exit_code=args.exit_code, command=args.launch_command,
+                              ended=args.ended)
     if args.json:
         _print_json(diagnosis.model_dump(mode="json"))
     else:
@@ -306,6 +307,9 @@ def _diagnose_options(p: argparse.ArgumentParser) -> None:
                    help="the command line that launched the engine, when known (e.g. sent with the log): tells "
                         "whether it ran speculative decoding")
     p.add_argument("--exit-code", type=int, help="the engine's exit status, when known (137: SIGKILL)")
+    p.add_argument("--ended", action="store_true",
+                   help="the engine's process is known to be gone: a log without an error is then never read as "
+                        "a healthy start")
     p.add_argument("--json", action="store_true")
 
 

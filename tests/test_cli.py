@@ -78,6 +78,14 @@ def test_diagnose_json_fields(tmp_path, capsys):
     assert all(set(e) == {"line", "text"} for e in result["evidence"])
 
 
+def test_diagnose_of_a_process_known_gone_is_never_healthy(tmp_path, capsys):
+    log = tmp_path / "server.log"
+    log.write_text("INFO 04-29 08:40:31 [model_runner.py:1110] Loading model weights took 14.2466 GB\n")
+    assert run(capsys, "diagnose", str(log))[0] == 0  # (a start still under way, as far as the log tells)
+    code, out = run(capsys, "diagnose", str(log), "--ended")
+    assert code == 1 and "no exit status recorded" in out
+
+
 def test_audit_lists_the_trail_by_host(tmp_path, capsys):
     import asyncio
 
