@@ -118,7 +118,9 @@ def test_bot_sigkilled_while_following_resumes_without_losing_or_repeating_lines
     store.close()
 
 
-def test_server_that_died_while_the_bot_was_away_is_reported_crashed_on_resume(sshd, simhost, tmp_path):
+def _killed_while_no_bot_watches(sshd, simhost, tmp_path, kill) -> tuple[Store, str, str]:
+    """Start a server with one `ask`, ``kill(engine pid)`` with no bot running, then `resume`: (the store, the
+    deployment's id, what resume printed)."""
     config = tmp_path / "app.yaml"
     config.write_text(yaml.safe_dump(config_dict(sshd, simhost)))
     db = tmp_path / "state.db"
@@ -126,15 +128,22 @@ def test_server_that_died_while_the_bot_was_away_is_reported_crashed_on_resume(s
     assert bot.wait(timeout=60) == 0, bot.stdout.read().decode()
     store = Store(db)
     (dep,) = asyncio.run(store.active_deployments("CT129"))
-    os.kill(dep.handle.pid, signal.SIGKILL)  # the host's OOM killer, say, while no bot is watching
+    kill(dep.handle.pid)
     wait_for(lambda: not pid_alive(dep.handle.pid), what="the engine to die")
     resumed = cli(config, db, "resume")
     output = resumed.communicate(timeout=60)[0].decode()
     assert resumed.returncode == 1, output
+    return store, dep.id, output
+
+
+def test_server_that_died_while_the_bot_was_away_is_reported_crashed_on_resume(sshd, simhost, tmp_path):
+    # the host's OOM killer, say: the engine alone, so its supervisor writes exit 137
+    store, dep_id, output = _killed_while_no_bot_watches(sshd, simhost, tmp_path,
+                                                         lambda pid: os.kill(pid, signal.SIGKILL))
     # It had been ready: since 29c9302 a death in service says how long it served ("crashed after 3 s of service
     # (exit 137)"), where a start-up crash says "the server exited (code N)".
     assert "resumed following" in output and "of service (exit 137)" in output
-    after = asyncio.run(store.get_deployment(dep.id))
+    after = asyncio.run(store.get_deployment(dep_id))
     assert after.state == "crashed" and after.exit_code == 137
     assert after.diagnosis is not None and after.diagnosis.category == "host_oom_killed"
     store.close()
@@ -143,19 +152,9 @@ def test_server_that_died_while_the_bot_was_away_is_reported_crashed_on_resume(s
 def test_server_killed_with_its_supervisor_is_a_crash_not_a_healthy_log(sshd, simhost, tmp_path):
     """The whole process group SIGKILLed (a `kill -9 -PGID`, a container stopped): no exit status is written, and
     the log ends on the ready line. The diagnosis of a process known gone must not read that log as healthy."""
-    config = tmp_path / "app.yaml"
-    config.write_text(yaml.safe_dump(config_dict(sshd, simhost)))
-    db = tmp_path / "state.db"
-    bot = cli(config, db, "ask", "start Qwen3.6-27B on CT129")
-    assert bot.wait(timeout=60) == 0, bot.stdout.read().decode()
-    store = Store(db)
-    (dep,) = asyncio.run(store.active_deployments("CT129"))
-    os.killpg(os.getpgid(dep.handle.pid), signal.SIGKILL)  # the supervisor goes too: nothing writes the .exit file
-    wait_for(lambda: not pid_alive(dep.handle.pid), what="the engine to die")
-    resumed = cli(config, db, "resume")
-    output = resumed.communicate(timeout=60)[0].decode()
-    assert resumed.returncode == 1, output
-    after = asyncio.run(store.get_deployment(dep.id))
+    store, dep_id, output = _killed_while_no_bot_watches(sshd, simhost, tmp_path,
+                                                         lambda pid: os.killpg(os.getpgid(pid), signal.SIGKILL))
+    after = asyncio.run(store.get_deployment(dep_id))
     assert after.state == "crashed" and after.exit_code is None
     diagnosis = after.diagnosis
     assert diagnosis is not None and diagnosis.category == "other", diagnosis
