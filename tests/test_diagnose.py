@@ -88,8 +88,10 @@ HELDOUT = corpus("heldout")
 #: arrival and after; batches 2026-12-03k-n, collected after the rules were frozen, added 8, 8/8 on arrival; the first
 #: 236 went to 178: all 275, 0.738 (203/275), 2026-12-03 07:00 UTC. Batches 2026-12-03o-ab (three rounds of a new
 #: session, each scored on arrival before it was read) added 25, 18/25 on arrival and after; the first 275 went to
-#: 205: all 300, 0.743 (223/300), 2026-12-03 08:45 UTC.
-HELDOUT_FLOOR = 0.73
+#: 205: all 300, 0.743 (223/300), 2026-12-03 08:45 UTC. Batches 2026-12-03ac-ah (a new session, scored at 93e45d6
+#: before any was read) added 11, 9/11 on arrival and after; the first 300 went to 225: all 311, 0.752 (234/311),
+#: 2026-12-03 13:30 UTC.
+HELDOUT_FLOOR = 0.74
 #: One healthy held-out log of batch 2026-12-02f is called a crash (counted, never read; a blind audit of every
 #: healthy label of batches c-f kept all 16 as healthy): an open defect of issue 12, held here so no second one slips
 #: in unnoticed.
@@ -105,8 +107,9 @@ JUDGED_FLOORS = {"blind": 0.77, "fresh": 0.86, "aside": 0.9}
 #: 0.843 (788/935) with batches s-z (their 197 dev logs: 98 right on arrival, 113 after; the first 738: 675);
 #: 0.834 (817/980) with batches aa-ad (their 45 dev logs: 26 on arrival, 29 after); 0.860 (974/1133) with batches
 #: 2026-12-02af and 2026-12-03a-n (their 153 dev logs: 102 on arrival, 123 after; the first 980: 851); 0.857
-#: (1071/1249) with batches 2026-12-03o-ab (their 116 dev logs: 80 on arrival, 96 after; the first 1,133: 975).
-DEV_FLOOR = 0.82
+#: (1071/1249) with batches 2026-12-03o-ab (their 116 dev logs: 80 on arrival, 96 after; the first 1,133: 975);
+#: 0.860 (1111/1292) with batches 2026-12-03ac-ah (their 43 dev logs: 33 on arrival, 38 after; the first 1,249: 1,073).
+DEV_FLOOR = 0.84
 #: Crash logs of the dev part read as healthy: 20 of 1,016 (26 of 876 before batch af), most of them an excerpt that ends while the start is still
 #: under way (the error line is past the stored excerpt; the thread says it crashed), the rest a server still answering.
 CALLED_HEALTHY_MAX = 0.03
