@@ -32,7 +32,7 @@ def main() -> None:
     blind = json.loads(BLIND.read_text())
     for split in ("dev", "heldout"):
         entries = dict(corpus(split))
-        for round_ in ("first", "s-z", "aa-ad", "af-3j", "k-m", "n-t", "u-z", "3aa-ab"):
+        for round_ in ("first", "s-z", "aa-ad", "af-3j", "k-m", "n-t", "u-z", "3aa-ab", "ac-ah"):
             names = [name for name, label in blind.items() if label["round"] == round_ and name in entries]
             rows = [(entries[name]["category"], blind[name], diagnose(entries[name]["log"]).category)
                     for name in names]
