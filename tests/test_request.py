@@ -248,6 +248,8 @@ PHRASINGS: list[tuple[str, dict]] = [
     ("start Qwen3.6-27B on CT129 &reboot", {"error": "unsafe_input"}),
     ("start Qwen3.6-27B on CT129 ~; rm -rf /~", {"error": "unsafe_input"}),  # struck, but still refused
     ("start Qwen`reboot`3.6-27B on CT129", {"error": "unsafe_input"}),
+    ("0``reboot``", {"error": "unsafe_input"}),  # empty substitutions around a bare command (found by hypothesis)
+    ("start Qwen3.6-27B on CT129 `` ``", {"error": "unsafe_input"}),
     ("start Qwen3.6-27B on CT129\u202e", {"error": "unsafe_input"}),  # right-to-left override
 ]
 

@@ -116,7 +116,11 @@ def _unwrap_code(text: str) -> tuple[str, str | None]:
         nonlocal why
         content = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
         first = content.split()[0].lower() if content.split() else ""
-        if first in _SHELL_COMMANDS or _SHELL_COMMAND_LINE.search(content):
+        if not content:
+            # Slack shows empty backticks as they are; a shell runs them as an empty command substitution, and
+            # pairs of them would otherwise hide the backticks around a bare command (0``reboot``).
+            why = why or "an empty pair of backticks is a command substitution in a shell"
+        elif first in _SHELL_COMMANDS or _SHELL_COMMAND_LINE.search(content):
             why = why or f"backticks around a command (`{content[:40]}`) would run it in a shell"
         return f" {content} "
 
