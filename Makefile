@@ -27,8 +27,10 @@ slurm:
 demo: setup
 	$(BIN)/deploybot demo
 
+# Two workers: most of the suite waits on sshd, slurmctld and the simulated engines rather than on a core, so two
+# workers halve the time on a 2-core runner (each worker starts its own sshd and Slurm cluster on free ports).
 test: setup sshd slurm
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 # The real engines' own validation over every plan deploybot makes (tools/README.md). Not part of `make test`:
 # it installs each captured SGLang / vLLM release into throwaway venvs under ENGINE_WORK (a few GB, PyPI needed).

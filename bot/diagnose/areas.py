@@ -91,9 +91,9 @@ AREAS: tuple[Area, ...] = (
                            r"|/distributed/communication_op|nccl", _I),
          classes=re.compile(r"^(?:DistBackendError|DistNetworkError|DistStoreError|DistError)$"),
          # (and the other vendors' collective libraries: Intel's oneCCL, AMD's RCCL, Huawei's HCCL, Microsoft's MSCCL)
-         words=re.compile(r"nccl|\bone ?ccl\b|\brccl\b|\bhccl\b|\bmsccl\w{0,4}\b|ProcessGroup\w{0,20}|\ball[_ -]?reduce\b|\ball[_ -]?gather\b"
-                          r"|\bcollective\b|\bc10d\b|\bgloo\b|\brendezvous\b|\bTCPStore\b|\bcuda ?ipc\b"
-                          r"|\bP2P\b|\bpeer access\b|\bpeer mapping resources\b", _I),
+         words=re.compile(r"nccl|\bone ?ccl\b|\brccl\b|\bhccl\b|\bmsccl\w{0,4}\b|ProcessGroup\w{0,20}"
+                          r"|\ball[_ -]?reduce\b|\ball[_ -]?gather\b|\bcollective\b|\bc10d\b|\bgloo\b|\brendezvous\b"
+                          r"|\bTCPStore\b|\bcuda ?ipc\b|\bP2P\b|\bpeer access\b|\bpeer mapping resources\b", _I),
          kind="nccl"),
     Area("missing_dependency", "a package the engine needs is missing or does not import: {0}",
          # importlib.metadata's PackageNotFoundError ("No package metadata was found for X"): the engine or a library
@@ -101,8 +101,9 @@ AREAS: tuple[Area, ...] = (
          classes=re.compile(r"^(?:ModuleNotFoundError|ImportError|PackageNotFoundError)$"),
          # ... and a package whose installed version lacks what the engine calls: "module 'triton' has no attribute
          # 'X'", torch's dispatcher "operator torchvision::nms does not exist" (torchvision built for another torch).
-         words=re.compile(r"No module named|cannot import name|No package metadata was found for|\bis not installed\b|\bplease install\b|\bpip install\b"
-                          r"|undefined symbol|cannot open shared object|requires? the [\w.-]{1,40} (?:package|library)"
+         words=re.compile(r"No module named|cannot import name|No package metadata was found for|\bis not installed\b"
+                          r"|\bplease install\b|\bpip install\b|undefined symbol|cannot open shared object"
+                          r"|requires? the [\w.-]{1,40} (?:package|library)"
                           r"|\bnot found in your environment\b|\bmodule '(?!transformers)[a-z_][\w.]{0,60}' has no "
                           r"attribute\b|\boperator \w{1,40}::\w{1,80} does not exist", _I),
          kind="module"),
