@@ -68,6 +68,18 @@ def test_modelscopes_own_hub_errors_are_the_hub_with_modelscopes_steps(error: st
     assert "modelscope" in steps.lower() and "VLLM_USE_MODELSCOPE" in steps and "huggingface.co" not in steps
 
 
+def test_modelscopes_refusal_without_a_login_is_the_hub_and_names_the_path_to_check() -> None:
+    # ModelScope's handle_http_response (modelscope/hub/errors.py) logs this before re-raising; the model is made up.
+    log = ("2026-03-02 09:12:44,101 - modelscope - ERROR - Authentication token does not exist, failed to access model "
+           "/srv/models/Qwen3-14B which may not exist or may be private. Please login first.\n"
+           "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+           "https://www.modelscope.cn/api/v1/models/srv/models/Qwen3-14B/revisions")
+    result = diagnose(log, exit_code=1, engine="vllm")
+    assert result.category == "hub_access", result
+    steps = " ".join(result.next_steps)
+    assert "/srv/models/Qwen3-14B" in steps and "VLLM_USE_MODELSCOPE" in steps and "modelscope login" in steps
+
+
 def test_rays_executor_without_a_free_gpu_on_its_node_says_ray_holds_them_not_that_there_are_none() -> None:
     # vLLM's own check (vllm/executor/ray_utils.py initialize_ray_cluster); the resource dict is written fresh.
     log = ("(EngineCore_DP0 pid=812) ERROR 12-03 08:40:11 [core.py:708] ValueError: Current node has no GPU available."

@@ -79,6 +79,28 @@ def test_the_same_refusal_with_a_split_or_no_command_stays_the_split(command: st
     assert diagnose(_MARLIN, command=command).category == "tp_not_divisible"
 
 
+# The engines' own echo of their settings, as they print it at start-up (vLLM's LLMEngine / V1 engine config line,
+# SGLang's server_args line), when no command came with the log.
+_VLLM_CONFIG = ("INFO 08-02 08:16:01 llm_engine.py:176] Initializing an LLM engine (v0.6.3) with config: "
+                "model='/models/m-AWQ', tokenizer='/models/m-AWQ', dtype=torch.float16, max_seq_len=32768, "
+                "tensor_parallel_size={tp}, pipeline_parallel_size=1, quantization=awq_marlin, enforce_eager=True")
+_SGLANG_CONFIG = ("[2025-06-01 10:00:00] server_args=ServerArgs(model_path='/models/m-GPTQ', quantization='gptq_marlin', "
+                  "tp_size={tp}, pp_size=1, mem_fraction_static=0.88)")
+
+
+@pytest.mark.parametrize("echo", [_VLLM_CONFIG, _SGLANG_CONFIG])
+def test_the_engine_s_own_settings_line_says_one_gpu_when_no_command_came(echo: str) -> None:
+    result = diagnose(echo.format(tp=1) + "\n" + _MARLIN)
+    assert result.category == "quantization_unsupported"
+    assert result.alternatives[0] == "tp_not_divisible"
+    assert diagnose(echo.format(tp=2) + "\n" + _MARLIN).category == "tp_not_divisible"
+
+
+def test_a_command_s_split_outranks_the_settings_line() -> None:
+    log = _VLLM_CONFIG.format(tp=1) + "\n" + _MARLIN
+    assert diagnose(log, command="vllm serve org/model-AWQ -tp 2").category == "tp_not_divisible"
+
+
 _FI = "/usr/local/lib/python3.12/site-packages/flashinfer"
 _HUB = "/usr/local/lib/python3.12/site-packages/huggingface_hub"
 
@@ -278,3 +300,16 @@ Traceback (most recent call last):
     return loop.run_until_complete(wrapper())
 AttributeError: 'NoneType' object has no attribute 'split'"""
     assert diagnose(log).category != "missing_dependency"
+
+
+def test_a_runner_that_allocates_one_kv_cache_type_refuses_a_hybrid_model_as_the_architecture() -> None:
+    # vLLM's own hardware runners raise it in initialize_kv_cache (vllm/v1/worker/tpu_model_runner.py); written fresh.
+    log = ('  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/tpu_model_runner.py", line 1804, in '
+           "initialize_kv_cache\n"
+           "    raise NotImplementedError(\n"
+           "NotImplementedError: Hybrid models with more than one KV cache type are not supported yet.")
+    result = diagnose(log, exit_code=1, engine="vllm")
+    assert result.category == "unsupported_architecture"
+    assert "other" in result.alternatives
+    steps = " ".join(result.next_steps)
+    assert "more than one kind of KV cache" in steps and "upgrade" not in steps

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from bot.diagnose.health import Health
+from bot.diagnose.native_source import native_sources
 from bot.diagnose.optional import OPTIONAL_IMPORT
 from bot.diagnose.rules import DEATH_SIGNS, ERROR_SHAPED
 from bot.diagnose.structure import Frame, RaisedException, TailStructure
@@ -87,8 +88,9 @@ AREAS: tuple[Area, ...] = (
          words=re.compile(r"speculat|draft|eagle|mtp|nextn|medusa|proposer|\bspec_|_spec_|_spec\b|SpecV2"
                           r"|\bspec v2\b", _I)),
     Area("nccl_error", "multi-GPU communication (NCCL / torch.distributed) failed: {0}",
+         # (DeepEP and NVSHMEM: the all-to-all of expert parallelism and its RDMA transport)
          frames=re.compile(r"pynccl|torch/distributed/|device_communicators/|custom_all_reduce|parallel_state\.py"
-                           r"|/distributed/communication_op|nccl", _I),
+                           r"|/distributed/communication_op|nccl|deep_?ep\b|/DeepEP/|nvshmem", _I),
          classes=re.compile(r"^(?:DistBackendError|DistNetworkError|DistStoreError|DistError)$"),
          # (and the other vendors' collective libraries: Intel's oneCCL, AMD's RCCL, Huawei's HCCL, Microsoft's MSCCL)
          words=re.compile(r"nccl|\bone ?ccl\b|\brccl\b|\bhccl\b|\bmsccl\w{0,4}\b|ProcessGroup\w{0,20}"
@@ -244,6 +246,8 @@ def _raised_at_import(exc: RaisedException) -> bool:
 def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> tuple[int, bool]:
     """(score, whether any of it is where the exception was raised)."""
     score, placed = 0, False
+    if area.frames is not None and any(area.frames.search(path) for path in native_sources(chain, error_lines)):
+        score, placed = score + _INNER_FRAME, True
     for exc in chain:
         if area.category == "missing_dependency" and exc.frames and _raised_at_import(exc):
             # (weighed above a file path alone: where an import failed says more than which package it was in)

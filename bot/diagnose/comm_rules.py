@@ -29,6 +29,14 @@ COMM_RULES: tuple[Rule, ...] = (
             r"|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
             r"|timed? ?out|unreachable)"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
+    # The engines' NCCL wrapper failing to dlopen the library, logged before it re-raises (vllm
+    # distributed/device_communicators/pynccl_wrapper.py, SGLang's copy: "Failed to load NCCL library from %s. It is
+    # expected if you are not running on NVIDIA/AMD GPUs. Otherwise, the nccl library might not exist, be corrupted or
+    # it does not support the current platform %s."): a VLLM_NCCL_SO_PATH / SGLANG_NCCL_SO_PATH to a wrong file, or
+    # an NCCL built for another CUDA (huggingface/trl#3925).
+    Rule("nccl_library_unloadable", "nccl_error", _r(r"Failed to load NCCL library from ([^\s]{1,300}?)\.? ?(?:It is|$)"),
+         62, 0.8, "the engine could not load the NCCL library {0}", kind="nccl_library", any_level=True,
+         unsure=("missing_dependency",)),
     # NCCL refusing two ranks on one GPU (src/init.cc: "Duplicate GPU detected : rank 0 and rank 1 both on CUDA
     # device 8000"): the ranks' device assignment, not the network.
     Rule("nccl_duplicate_gpu", "nccl_error", _r(r"NCCL WARN Duplicate GPU detected"), 58, 0.8,

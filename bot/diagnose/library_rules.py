@@ -69,6 +69,14 @@ LIBRARY_RULES: tuple[Rule, ...] = (
     Rule("modelscope_hub_error", "hub_access",
          r(r"\bmodelscope\.hub\.errors\.(?!FileIntegrityError)(\w{1,60})"), 72, 0.8,
          "ModelScope's hub refused or failed the model's lookup or download ({0})", kind="modelscope", any_level=True),
+    # ModelScope's handle_http_response (modelscope/hub/errors.py) logging a refused lookup without a login before it
+    # re-raises the HTTPError: "Authentication token does not exist, failed to access model X which may not exist or
+    # may be private. Please login first." With VLLM_USE_MODELSCOPE on, a local path that does not exist is looked up
+    # there too (vllm-project/vllm#2329).
+    Rule("modelscope_not_logged_in", "hub_access",
+         r(r"\bAuthentication token does not exist, failed to access model ([^\s]{1,200})"), 72, 0.8,
+         "ModelScope refused the lookup of {0} without a login (a private repo, or a name or local path that does "
+         "not exist)", kind="modelscope_login", any_level=True),
     Rule("enum_value_invalid", "bad_argument",
          r(r"'([^'\n]{1,80})' is not a valid ([A-Z][A-Za-z0-9]{1,60})\b"), 64, 0.7,
          "'{0}' is not one of the values {1} accepts: a setting was given a value this engine version does not know",

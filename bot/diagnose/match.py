@@ -344,7 +344,7 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     _refine(finding, lines, structure, exit_code, speculative)
     engine_too_old(finding, setup, lines)
     finding.alternatives = _alternatives(finding, hits, structure)
-    single_gpu_split(finding, setup)
+    single_gpu_split(finding, setup, lines)
     if finding.alternatives:
         finding.confidence = min(finding.confidence, 0.6)
     steps, fix = advise(finding, setup, lines)

@@ -22,6 +22,13 @@ def advise_hub(f: Finding, s: PlanView) -> Advice:
                  "--model <id> --local_dir <folder>`) and serve the local folder",
                  "if the model should come from the Hugging Face Hub instead, unset VLLM_USE_MODELSCOPE / "
                  "SGLANG_USE_MODELSCOPE in the engine's environment"], None)
+    if f.kind == "modelscope_login":
+        name = f.match.group(1) if f.match else "the model"
+        return ([f"ModelScope refused {name} without a login: a folder on the host that does not exist is looked up "
+                 "on ModelScope as a repo id, so check the path first; for a private repo log in (`modelscope login "
+                 "--token ...`) or download it once and serve the local folder",
+                 "if the model should come from the Hugging Face Hub or a local folder, unset VLLM_USE_MODELSCOPE / "
+                 "SGLANG_USE_MODELSCOPE in the engine's environment"], None)
     if f.kind == "gated":
         steps.append("the model is gated on the Hub: download it once with an authorised token into the host's "
                      "models folder (deploybot serves local folders)")

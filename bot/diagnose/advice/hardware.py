@@ -182,6 +182,11 @@ def advise_nccl(f: Finding, s: PlanView) -> Advice:
     elif f.kind == "duplicate_gpu":
         steps.append("two ranks were placed on one GPU: give each rank its own device (CUDA_VISIBLE_DEVICES, the "
                      "data-parallel ranks' device assignment, one process per GPU); NCCL cannot run two ranks on one")
+    elif f.kind == "nccl_library":
+        library = f.match.group(1) if f.match and f.match.groups() else "the library"
+        steps.append(f"check {library} exists and loads (`ldd {library}`; an NCCL built for this CUDA and "
+                     "platform): a VLLM_NCCL_SO_PATH / SGLANG_NCCL_SO_PATH that points elsewhere is the usual cause; "
+                     "unset it to use the NCCL that comes with torch (nvidia-nccl-cu12)")
     elif f.kind == "hccl":
         steps.append("Ascend's HCCL could not connect the NPUs: check their network (`hccn_tool -i 0 -link -g`, the "
                      "NPU IPs), the interface HCCL uses (HCCL_SOCKET_IFNAME / HCCL_IF_IP) and, on several nodes, "

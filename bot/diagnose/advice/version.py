@@ -91,6 +91,10 @@ _KIND_WORDS = {
     "config_shape": "its config.json is not of the shape the engine's model code reads (a wrapper or remote-code "
                     "config, or a checkpoint of another family under a known architecture name): use the checkpoint "
                     "format the engine's supported-models list names for it",
+    "hybrid_kv": "its layers need more than one kind of KV cache (sliding-window and full attention, or Mamba state "
+                 "beside attention) and the model runner in use, a hardware backend's or a KV-cache plugin's "
+                 "(kvcached, an offload connector), allocates only one: run without that plugin, or on the stock GPU "
+                 "runner",
     "inspect": "the engine could not load its implementation of it (\"failed to be inspected\": the model module "
                "failed to import; the subprocess's error names the package)",
 }
@@ -103,8 +107,9 @@ def advise_architecture(f: Finding, s: PlanView) -> Advice:
     why = _KIND_WORDS.get(f.kind or "", "it has no implementation of it")
     steps = [f"{engine} cannot serve {arch or 'this architecture'}: {why}"]
     sentence = version_sentence(arch, s)
-    steps.append(sentence or f"upgrade {s.engine or 'the engine'} to a release that lists {arch or 'it'} among its "
-                             f"supported models")
+    if sentence or f.kind != "hybrid_kv":  # (the runner, not the release, lacks it: no upgrade to guess at)
+        steps.append(sentence or f"upgrade {s.engine or 'the engine'} to a release that lists {arch or 'it'} among "
+                                 f"its supported models")
     if f.kind == "v1":
         steps.append("older vLLM releases ran it on the V0 engine (VLLM_USE_V1=0); current ones list what V1 serves")
     if f.kind == "fallback":

@@ -186,6 +186,14 @@ RULES: tuple[CrashRule, ...] = (
     # is a multimodal one (the user passed the flag for its images): this release does not register its architecture
     # as multimodal (vllm-project/vllm#14949 Phi-4-multimodal, zai-org/GLM-V#9 GLM-4.1V on release day,
     # MoonshotAI/Kimi-VL#15 on 0.8.4); the flag is the alternative, for a text-only model.
+    # A model runner that allocates one KV-cache group only, meeting a hybrid model (gpt-oss's sliding-window and
+    # full attention, Qwen3-Next's linear attention): vLLM's hardware runners (TPU, Tenstorrent) and plugins that patch
+    # initialize_kv_cache (kvcached) raise "NotImplementedError: Hybrid models with more than one KV cache type are not
+    # supported yet." (ovg-project/kvcached#187).
+    CrashRule("hybrid_kv_unsupported", "unsupported_architecture",
+              _r(r"Hybrid models with more than one KV cache type are not supported"), 78, 0.75,
+              "the model runner in use does not support a hybrid model (its layers need more than one KV-cache type)",
+              kind="hybrid_kv", unsure=("other",)),
     CrashRule("not_registered_multimodal", "unsupported_architecture",
               _r(r"`?limit_mm_per_prompt`? is only supported for multimodal models"), 76, 0.65,
               "this vLLM does not know the model as a multimodal architecture (it refused --limit-mm-per-prompt)",
