@@ -243,10 +243,10 @@ def _raised_at_import(exc: RaisedException) -> bool:
     return False
 
 
-def _score(area: Area, chain: list[RaisedException], error_lines: list[str]) -> tuple[int, bool]:
-    """(score, whether any of it is where the exception was raised)."""
+def _score(area: Area, chain: list[RaisedException], error_lines: list[str], sources: list[str]) -> tuple[int, bool]:
+    """(score, whether any of it is where the exception was raised); ``sources``: the native files it names."""
     score, placed = 0, False
-    if area.frames is not None and any(area.frames.search(path) for path in native_sources(chain, error_lines)):
+    if area.frames is not None and any(area.frames.search(path) for path in sources):
         score, placed = score + _INNER_FRAME, True
     for exc in chain:
         if area.category == "missing_dependency" and exc.frames and _raised_at_import(exc):
@@ -351,11 +351,13 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     # Tracebacks of other processes in the tail (a worker's, cut before its exception line) are evidence too.
     chain += [other for other in reversed(structure.exceptions) if other.frames and other not in chain][:2]
     error_lines = _error_lines(finding, lines)
+    # (a kernel crash keeps its reading: an illegal memory access is the kernel's bug wherever its check sits)
+    sources = [] if native else native_sources(chain, error_lines)
     named = next((exc for exc in chain if exc.name), None)  # (a traceback cut before its exception line names none)
     scores = [(0, False) if area.refusal and any(area.refusal.search(exc.message) for exc in chain)
               or area.bookkeeping and area.bookkeeping.search(named.name if named else "")
               or area.message_words and named and named.message and not area.message_words.search(named.message)
-              else _score(area, chain, error_lines) for area in AREAS]
+              else _score(area, chain, error_lines, sources) for area in AREAS]
     if speculative or any(SPECULATIVE_ON.search(line.text) for line in lines if line.text):
         scores = [(score + _SPECULATIVE_PRIOR, placed) if area.category == "speculative_config_invalid"
                   else (score, placed) for area, (score, placed) in zip(AREAS, scores)]
