@@ -33,7 +33,8 @@ from pathlib import Path
 from bot.diagnose.advice.plan_view import PlanView
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.advice import advise
-from bot.diagnose.areas import SPECULATIVE_ON, error_shaped_end, place, warmup_refusal_end
+from bot.diagnose.areas import SPECULATIVE_ON, place
+from bot.diagnose.error_end import error_shaped_end, warmup_refusal_end
 from bot.diagnose.launch_facts import single_gpu_split
 from bot.diagnose.ended import ended_quietly
 from bot.diagnose.health import healthy_diagnosis, read_health
