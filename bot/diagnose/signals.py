@@ -28,6 +28,11 @@ from bot.diagnose.engine_keywords import ENGINE_KEYWORDS
 from bot.diagnose.types import Rule, r
 from bot.diagnose.optional import OPTIONAL_IMPORT
 
+#: The NVIDIA driver's own user-space libraries (libcuda, libnvidia-ml, ...) refused by the loader: no usable driver
+#: on this host or in this container, whichever package's import tripped over it (bot/diagnose/unknown.py reads it
+#: inside a compiled extension's import warning too).
+DRIVER_LIBRARY_MISSING = r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): cannot open shared object file")
+
 #: A port message that goes on to pick another port (or retries) is a notice, not the crash.
 _PORT_RETRY = r(r"\b(?:trying|retrying|will (?:try|use)|another port|next port|instead|fall(?:ing)? back|skipp)")
 #: ... and a bind that failed because the address is not this host's (EADDRNOTAVAIL, errno 99: a wrong master or
@@ -215,8 +220,7 @@ SIGNAL_RULES: tuple[Rule, ...] = (
          "the installed {0} has no {1}: its version is not the one this engine release expects", kind="module",
          unsure=("other",)),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
-    Rule("driver_library_missing", "cuda_arch_or_driver",
-         r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): cannot open shared object file"), 76, 0.8,
+    Rule("driver_library_missing", "cuda_arch_or_driver", DRIVER_LIBRARY_MISSING, 76, 0.8,
          "the NVIDIA driver's library {0} cannot be loaded: no driver (or not mounted into the container)",
          kind="driver"),
     # Triton's fp8 types need sm_89+ ("type fp8e4nv not supported in this architecture", triton/language/semantic.py;

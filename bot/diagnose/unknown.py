@@ -12,6 +12,7 @@ from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.health import Health
 from bot.diagnose.render import last_line
 from bot.diagnose.rules import ERROR_SHAPED, FRAMING, GENERIC_ERROR, OPTIONAL_IMPORT, SELF_KILL
+from bot.diagnose.signals import DRIVER_LIBRARY_MISSING
 from bot.diagnose.structure import TailStructure
 
 SIGKILL_EXIT_CODES = frozenset({137, -9})
@@ -28,6 +29,19 @@ BROKEN_EXTENSION = re.compile(r"Failed to import from [\w.]{0,80}\._C\b|" + _LOA
 #: (vllm-project/vllm-ascend#1425): on such a platform that warning is routine, not a broken binary.
 _OTHER_PLATFORM = re.compile(r"Platform plugin (?!cuda\b)\w+ is activated|Automatically detected platform "
                              r"(?:cpu|npu|xpu|tpu|hpu|neuron)\b", re.IGNORECASE)
+
+
+def _without_driver(line: LogLine) -> Finding | None:
+    """A compiled extension's import that failed on the NVIDIA driver's own library: the extension itself is fine,
+    the loader found no driver for it to link against (a CUDA build on a host or container without one, or on AMD
+    nodes: ray-project/kuberay#3168). vLLM logs it as a mere warning (vllm/_custom_ops.py), so no rule reads it."""
+    driver = DRIVER_LIBRARY_MISSING.search(line.text)
+    if driver is None:
+        return None
+    return Finding(category="cuda_arch_or_driver", confidence=0.55, decisive=line, kind="driver",
+                   alternatives=["missing_dependency"],
+                   cause=f"a compiled extension could not load the NVIDIA driver's library {driver.group(1)}: no "
+                         f"driver on this host (or not mounted into the container)")
 
 
 def _broken_extension(lines: list[LogLine]) -> LogLine | None:
@@ -161,6 +175,10 @@ def _last_errors(lines: list[LogLine], errors: list[tuple[int, LogLine]], framin
     if not distinct:
         return None
     decisive = distinct[0]
+    driver = _without_driver(decisive) if decisive.level == "WARNING" else None
+    if driver is not None:
+        driver.support = distinct[1:]
+        return driver
     finding = Finding(category="other", confidence=0.3, decisive=decisive, support=distinct[1:],
                       cause=f"unrecognised crash; last error: {decisive.text[:160]}")
     if framing:
@@ -205,6 +223,9 @@ def _without_error_lines(lines: list[LogLine], exit_code: int | None, health: He
     if ended is not None and exit_code in (None, 0):
         return ended
     if broken is not None:
+        driver = _without_driver(broken)
+        if driver is not None:
+            return driver
         # A traceback cut off after the warning is that failure surfacing: quoted as support, not as the cause.
         return Finding(category="missing_dependency", confidence=0.5, decisive=broken, kind="binary",
                        support=[cut.decisive] if cut is not None and cut.decisive is not None else [],

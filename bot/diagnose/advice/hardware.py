@@ -7,6 +7,7 @@ import re
 
 from bot.diagnose.advice.arguments import ATTENTION_BACKEND_FLAG
 from bot.diagnose.advice.plan_view import PlanView, exception_message, gib, gpu_words
+from bot.diagnose.signals import DRIVER_LIBRARY_MISSING
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 
@@ -98,6 +99,12 @@ _DRIVER_CASES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def _driver_step(text: str, s: PlanView) -> str:
+    library = DRIVER_LIBRARY_MISSING.search(text)
+    if library is not None:
+        # Not an old driver: none is visible at all, so "upgrade it" would send the person the wrong way.
+        return (f"the loader found no {library.group(1)}, the NVIDIA driver's own library: check that `nvidia-smi` "
+                f"works here, run the container with the GPUs (`--gpus all` / the nvidia runtime mounts the driver's "
+                f"libraries), and that the GPUs are NVIDIA ones (on AMD GPUs use the engine's ROCm build)")
     for pattern, step in _DRIVER_CASES:
         if pattern.search(text):
             return step
