@@ -45,3 +45,11 @@ def test_another_library_in_the_same_warning_is_not_read_as_the_driver() -> None
     result = diagnose(log, exit_code=1)
     assert result.category != "cuda_arch_or_driver"
     assert "libcudart.so.12" in result.cause
+
+
+def test_the_same_warning_on_another_platform_is_not_the_driver() -> None:
+    # vLLM on a CPU or NPU host prints the warning harmlessly (it has no CUDA driver to find, by design).
+    log = ("INFO 05-01 09:12:39 [__init__.py:244] Automatically detected platform cpu.\n"
+           + _WARNING.format("libcuda.so.1") + "\n" + _AFTER)
+    result = diagnose(log, exit_code=1)
+    assert result.category != "cuda_arch_or_driver"

@@ -175,7 +175,9 @@ def _last_errors(lines: list[LogLine], errors: list[tuple[int, LogLine]], framin
     if not distinct:
         return None
     decisive = distinct[0]
-    driver = _without_driver(decisive) if decisive.level == "WARNING" else None
+    # (on a CPU / NPU / XPU platform vLLM prints the same warning harmlessly: not the driver then)
+    other_platform = any(_OTHER_PLATFORM.search(line.text) for line in lines)
+    driver = _without_driver(decisive) if decisive.level == "WARNING" and not other_platform else None
     if driver is not None:
         driver.support = distinct[1:]
         return driver
