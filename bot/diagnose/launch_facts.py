@@ -34,24 +34,24 @@ def logged_tp(lines: list[LogLine]) -> int | None:
     return None
 
 
-def launch_tp(setup: PlanView) -> int | None:
-    """The tensor-parallel size of the launch: the plan's, the command's flag, 1 for a command without one."""
+def launch_tp(setup: PlanView, lines: list[LogLine]) -> int | None:
+    """The tensor-parallel size of the launch: the plan's, the command's flag, 1 for a command without one, and
+    without either the size the engine logged among its settings."""
     if setup.tp is not None:
         return setup.tp
     if not setup.argv:
-        return None
+        return logged_tp(lines)
     value = setup.argv_value("tp")
     if value is None:
         return 1
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isdigit() else logged_tp(lines)
 
 
 def single_gpu_split(finding: Finding, setup: PlanView, lines: list[LogLine]) -> None:
     """In place: a quantized kernel's shape refusal on one GPU is the quantization's, not the tensor-parallel split."""
     if finding.category != "tp_not_divisible" or finding.rule not in _QUANTIZED_SPLIT_RULES:
         return
-    tp = launch_tp(setup)
-    if (tp if tp is not None else logged_tp(lines)) != 1:
+    if launch_tp(setup, lines) != 1:
         return
     finding.category, finding.kind = "quantization_unsupported", "kernel_shape"
     finding.cause = ("on one GPU (no tensor-parallel split) a weight of this model does not fit the quantized "

@@ -44,8 +44,13 @@ def _without_driver(line: LogLine) -> Finding | None:
                          f"driver on this host (or not mounted into the container)")
 
 
+def _on_other_platform(lines: list[LogLine]) -> bool:
+    """vLLM runs on a CPU / NPU / XPU platform here: its warning that vllm._C did not import is routine then."""
+    return any(_OTHER_PLATFORM.search(line.text) for line in lines)
+
+
 def _broken_extension(lines: list[LogLine]) -> LogLine | None:
-    other_platform = any(_OTHER_PLATFORM.search(line.text) for line in lines)
+    other_platform = _on_other_platform(lines)
     return next((line for line in reversed(lines) if BROKEN_EXTENSION.search(line.text)
                  and not (other_platform and "Failed to import from vllm._C" in line.text)), None)
 
@@ -176,8 +181,7 @@ def _last_errors(lines: list[LogLine], errors: list[tuple[int, LogLine]], framin
         return None
     decisive = distinct[0]
     # (on a CPU / NPU / XPU platform vLLM prints the same warning harmlessly: not the driver then)
-    other_platform = any(_OTHER_PLATFORM.search(line.text) for line in lines)
-    driver = _without_driver(decisive) if decisive.level == "WARNING" and not other_platform else None
+    driver = _without_driver(decisive) if decisive.level == "WARNING" and not _on_other_platform(lines) else None
     if driver is not None:
         driver.support = distinct[1:]
         return driver
