@@ -430,3 +430,12 @@ def test_gpu_count_from_description(description: str | None, count: int | None) 
 def test_quantization_methods_fit_the_request_field() -> None:
     for method in QUANTIZATION_METHODS:
         assert DeployRequest(action="start", quantization=method).quantization == method
+
+
+def test_a_combining_mark_on_a_command_s_last_letter_does_not_hide_it() -> None:
+    # Found by Hypothesis (test_request_property): NFKC composes "t" + U+0323 into "ṭ"; the reader forgives one letter
+    # off and read "& rebooṭ" as a restart, while the shell check looked for "reboot" exactly.
+    result = parse_request("0 & reboot\u0323", FLEET)
+    assert isinstance(result, ParseError)
+    assert result.kind == "unsafe_input"
+    assert "rebooṭ" in result.message

@@ -133,9 +133,18 @@ def _unwrap_code(text: str) -> tuple[str, str | None]:
     return text, why
 
 
+def _without_accents(text: str) -> str:
+    """Each letter without its diacritics, one character for one (so positions stay): the reader forgives a letter
+    off ("rebooṭ" is a typo of "reboot"), so the shell check must not be fooled by one (a combining mark NFKC
+    composed onto a command's last letter)."""
+    return "".join(unicodedata.normalize("NFKD", char)[0] if not char.isascii() and char.isalpha() else char
+                   for char in text)
+
+
 def _unsafe_reason(text: str) -> tuple[str, str, int] | None:
     """(why, the offending snippet, where it starts) for text that reads as shell syntax."""
-    hits = [(match, why) for pattern, why in _UNSAFE_SYNTAX if (match := pattern.search(text))]
+    folded = _without_accents(text)
+    hits = [(match, why) for pattern, why in _UNSAFE_SYNTAX if (match := pattern.search(folded))]
     if not hits:
         return None
     match, why = min(hits, key=lambda hit: hit[0].start())  # the first thing a shell would trip on
