@@ -7,6 +7,14 @@ from __future__ import annotations
 
 from bot.diagnose.types import GPU_GENERATIONS, Rule, r as _r
 
+#: How vLLM's kernel dispatch says no kernel of its wheel covers the GPU, in its releases' wordings: "No compiled
+#: cutlass_scaled_mm for a compute capability less than CUDA device capability: 121" and "No compiled
+#: cutlass_scaled_mm for CUDA device capability: 89" (both in vllm-0.11.0's _C.abi3.so), "No compiled
+#: get_cutlass_moe_mm_data: no cutlass_scaled_mm kernel for CUDA device capability: 120" (vLLM 0.10.2, the NVFP4 MoE
+#: path; vllm-project/vllm#24921).
+_FOR_CAPABILITY = (r"(?:: no \w{1,60} kernel)? for (?:a compute capability less than )?CUDA device capability:"
+                   r" ?(\d{2,3})")
+
 GPU_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ GPU architecture / driver / quantization
     Rule("quant_dtype", "quantization_unsupported",
@@ -55,7 +63,7 @@ GPU_RULES: tuple[Rule, ...] = (
          # (ROCm's HIP says it the same way: "HIP error: invalid device function", hipErrorNoBinaryForGpu)
          _r(r"(?:CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction"
             r"|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
-            r"|No compiled (\w{1,60}) for a compute capability less than CUDA device capability: ?(\d{2,3})"), 78, 0.8,
+            r"|No compiled (\w{1,60})" + _FOR_CAPABILITY), 78, 0.8,
          "the engine's compiled kernels ({0}) do not cover this GPU's architecture ({1})", kind="arch",
          unsure=("quantization_unsupported",)),
     # ... where the kernel missing is the quantized GEMM itself (cutlass_scaled_mm: W8A8 / FP8 checkpoints, vLLM
@@ -63,10 +71,9 @@ GPU_RULES: tuple[Rule, ...] = (
     # as both readings of the Jetson Orin report (dusty-nv/jetson-containers#1118, capability 87) and
     # vllm-project/vllm#9419 (75) file it.
     Rule("quantized_gemm_not_for_gpu", "quantization_unsupported",
-         _r(r"No compiled ((?:cutlass_)?scaled_mm\w{0,40}) for a compute capability less than CUDA device capability:"
-            r" ?(\d{2,3})"), 79, 0.75,
-         "this GPU (capability {1}) has no {0} kernel in the installed build: the checkpoint's W8A8 / FP8 "
-         "quantization cannot run on it", kind="gemm_arch", unsure=("cuda_arch_or_driver",)),
+         _r(r"No compiled ((?:get_)?(?:cutlass_)?(?:scaled_mm|moe_mm)\w{0,40})" + _FOR_CAPABILITY), 79, 0.75,
+         "this GPU (capability {1}) has no {0} kernel in the installed build: the checkpoint's quantization "
+         "(W8A8, FP8, FP4 GEMMs) cannot run on it", kind="gemm_arch", unsure=("cuda_arch_or_driver",)),
     Rule("sm_not_compatible", "cuda_arch_or_driver",
          _r(r"with CUDA capability (sm_\d+a?) is not compatible with the current PyTorch installation"), 78, 0.85,
          "the installed PyTorch was not built for this GPU ({0})", kind="arch", any_level=True),

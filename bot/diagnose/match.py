@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.diagnose.advice.plan_view import PlanView
@@ -48,10 +48,11 @@ from bot.diagnose.rules import (
     Rule,
 )
 from bot.diagnose.oom_phases import OOM_BY_PHASE, oom_phase
+from bot.diagnose.raised import quote_assert, read_raised
 from bot.diagnose.reading import continued, drop_handled, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
-from bot.diagnose.own_death import own_error_behind_kill
+from bot.diagnose.own_death import monitor_line_alone, own_error_behind_kill
 from bot.diagnose.unknown import (SIGKILL_EXIT_CODES, engine_death, error_after_ready, import_behind_inspection,
                                   unrecognised)
 from bot.diagnose.version_check import engine_too_old
@@ -189,14 +190,6 @@ def _choose(lines: list[LogLine], hits: list[_Hit]) -> Finding | None:
     return finding
 
 
-def _unquiet_raised(lines: list[LogLine], structure: TailStructure) -> None:
-    """An exception line that ends a traceback is an exception whatever level a wrapper relayed it at (Ray and
-    FastChat re-log a child's stderr at INFO): the INFO/WARNING filter of the phrase rules must not hide it."""
-    for exc in structure.exceptions:
-        if exc.frames and 0 <= exc.pos < len(lines) and lines[exc.pos].level in _QUIET:
-            lines[exc.pos].level = None
-
-
 def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rules: tuple[Rule, ...],
           launch: list[str]) -> list[_Hit]:
     """Phrase-rule hits and structural hits (an exception explained by where it was raised; ``launch``: the command
@@ -278,24 +271,6 @@ def _refine(finding: Finding, lines: list[LogLine], structure: TailStructure, ex
     import_behind_inspection(finding, lines)
 
 
-#: A raise statement with its message as a literal ('raise ValueError(f"No supported config format found in
-#: {model}.")'): the source line Python prints under the innermost frame.
-_RAISE_LITERAL = re.compile(r"""^\s{0,40}raise ([A-Z]\w{0,60})\((?:[frbu]{1,2})?(["'])(.{4,300}?)\2""")
-
-
-def _read_cut_raise(lines: list[LogLine], structure: TailStructure) -> None:
-    """A traceback cut before its exception line still shows the raise statement: read its literal as the message
-    (vllm-project/vllm's "No supported config format found" in a two-line paste), in place; the raw line stays."""
-    exc = structure.last_exception
-    if exc is None or not exc.cut:
-        return
-    for pos in range(len(lines) - 1, max(-1, len(lines) - 6), -1):
-        found = _RAISE_LITERAL.match(lines[pos].text) if lines[pos].code else None
-        if found:
-            lines[pos] = replace(lines[pos], text=f"{found.group(1)}: {found.group(3)}", code=False)
-            return
-
-
 def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None = None,
              plan: LaunchPlan | None = None, facts: HostFacts | None = None,
              command: str | None = None, ended: bool = False) -> Diagnosis:
@@ -319,14 +294,17 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     setup = PlanView(engine, plan, facts, command_argv=_command_argv(command) if plan is None else ())
     health = read_health(lines, engine)
     structure = parse_structure(lines)
-    _unquiet_raised(lines, structure)
-    _read_cut_raise(lines, structure)
+    asserted = read_raised(lines, structure)
     hits = _hits(lines, structure, health.routine, rules_for(deployed), [launch] if launch else [])
     finding = _choose(lines, hits)
     if finding is not None and finding.rule in _STALLS and health.alive_pos < 0:
         finding = None if finding.rule in _STALLS_ONLY_AFTER_START else _unsure_stall(finding)
     if finding is not None:
+        quote_assert(finding, lines, asserted)
         finding = own_error_behind_kill(finding, lines, exit_code, health, structure) or finding
+        alone = None if ended or exit_code not in (None, 0) else monitor_line_alone(finding, lines)
+        if alone is not None:
+            return alone
     if finding is not None and finding.decisive is not None and exit_code in (None, 0):
         outlived = health.alive_pos > finding.pos and not (health.died_while_up and health.dead_pos >= finding.pos)
         if outlived and not _killed_from_outside(finding):

@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 
 from bot.diagnose.health import Health
+from bot.diagnose.render import evidence_of
 from bot.diagnose.rules import GENERIC_ERROR, SELF_KILL
 from bot.diagnose.structure import TailStructure
 from bot.diagnose.types import Finding, LogLine
 from bot.diagnose.unknown import unrecognised
+from bot.models import Diagnosis
 
 #: The engine shutting itself down after a worker's error: vLLM's client ("Got fatal signal from worker processes,
 #: shutting down", v1/engine/core_client.py), its executor, SGLang's kill of its process tree.
@@ -61,3 +63,28 @@ def own_error_behind_kill(finding: Finding, lines: list[LogLine], exit_code: int
     if own is not None:
         own.alternatives = [finding.category]
     return own
+
+
+#: vLLM's client monitor (v1/engine/core_client.py monitor_engine_cores, vLLM 0.11.0): logged whenever the engine
+#: process exits before the client, a kill and also the end of an offline script whose outputs were printed
+#: (vllm-project/vllm#28838, #32468).
+_CLIENT_MONITOR = re.compile(r"Engine core proc \S{1,80} died unexpectedly, shutting down client")
+
+
+def monitor_line_alone(finding: Finding, lines: list[LogLine]) -> Diagnosis | None:
+    """A tail that is nothing but the client monitor's line: nothing says the engine was killed, or that anything
+    ran wrong. Healthy as far as the log shows, the kill named as the alternative (a process known to be gone is
+    read by the caller as a death, never through here)."""
+    if finding.rule != "engine_died" or finding.decisive is None:
+        return None
+    said = [line for line in lines if line.text.strip()]
+    if not said or not all(_CLIENT_MONITOR.search(line.text) for line in said):
+        return None
+    return Diagnosis(
+        category="none", confidence=0.4, alternatives=["host_oom_killed"],
+        cause="the only line is vLLM's engine monitor reporting the engine process gone, which it also prints when "
+              "an offline script ends: nothing in the log says the engine was killed or failed",
+        evidence=evidence_of([finding.decisive], None, ()),
+        next_steps=["if the script's outputs were printed, this is the engine exiting at shutdown: harmless",
+                    "if a server is gone, nothing here says why: check the host's kernel log (`dmesg -T | grep -i -E "
+                    "'killed process|out of memory'`) and the lines above this one"])

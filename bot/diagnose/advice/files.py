@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from bot.diagnose.advice.plan_view import PACKAGES, PlanView, gib
+from bot.diagnose.advice.weights import weight_shape_steps
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
 from planners.engines import registry
@@ -81,6 +82,8 @@ def advise_files(f: Finding, s: PlanView) -> Advice:
                      f"keeps the base model's, or drops a vision tower's prefix), or that this engine version already "
                      f"supports that variant; `python -c \"import json; print(json.load(open('config.json'))"
                      f"['architectures'])\"` in the model folder shows it")
+    if f.kind == "weight_shape":
+        steps.extend(weight_shape_steps(f, s))
     if f.kind == "path" or not steps:
         where = path or "the model folder"
         steps.append(f"check that {where} exists on the host and holds config.json and every shard")

@@ -7,6 +7,7 @@ import re
 
 from bot.diagnose.advice.arguments import ATTENTION_BACKEND_FLAG
 from bot.diagnose.advice.plan_view import PlanView, exception_message, gib, gpu_words
+from bot.diagnose.advice.weights import quantized_shape_steps
 from bot.diagnose.signals import DRIVER_LIBRARY_MISSING
 from bot.diagnose.types import Advice, Finding
 from bot.models import Fix, PlanOverrides
@@ -126,6 +127,8 @@ def advise_quantization(f: Finding, s: PlanView) -> Advice:
         return ([f"the quantization code refused this checkpoint or GPU: \"{message}\"; use a checkpoint whose "
                  f"method, bits and group size this engine supports on {gpu or 'this GPU'} (the message names what "
                  f"it accepts), or an engine release that supports it"], None)
+    if f.kind == "quant_shape":
+        return quantized_shape_steps(f, s), None
     if f.kind == "layout" and f.match is not None:
         return ([f"the checkpoint's quantized layout does not fit this engine's model class ({f.match.group(1)}): "
                  f"the engine does not support this quantization for this model or for one of its layers (an MoE "
@@ -231,6 +234,9 @@ def advise_host_oom(f: Finding, s: PlanView) -> Advice:
                      f"at once: free RAM, add swap, or stop other memory-heavy jobs before relaunching")
     else:
         steps.append("weights pass through RAM while loading: free RAM or add swap before relaunching")
+    if f.kind == "engine_gone":
+        steps.append("if the line came at the end of a script whose outputs were already printed (an offline "
+                     "LLM(...) run), it is vLLM's engine monitor seeing the engine exit at shutdown: harmless")
     if f.kind == "bare_kill":
         steps.append("if dmesg shows no OOM kill, something else sent SIGKILL (a container memory limit, a "
                      "supervisor or timeout)")

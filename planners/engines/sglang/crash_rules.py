@@ -46,4 +46,13 @@ RULES: tuple[CrashRule, ...] = (
               _r(r"max_total_tokens=\d+ is larger than the profiled value (-\d+)"), 70, 0.8,
               "the KV cache budget came out negative ({0} tokens): the weights fill the memory fraction",
               kind="raise", any_level=True),
+    # The advice block SGLang appends to a failed capture's exception (model_executor/cuda_graph_runner.py
+    # CUDA_GRAPH_CAPTURE_FAILED_MSG, piecewise_cuda_graph_runner.py's own; "recommonded ... perf loss" in releases
+    # before 0.5): no other path prints these lines, so a tail cut below the "Capture cuda graph failed" line still
+    # says the capture failed (sgl-project/sglang#6218), modest since the capture's own error is lost.
+    CrashRule("capture_failed_advice", "cuda_graph_oom",
+              _r(r"^\s*\d\. disable (?:CUDA graph by --disable-cuda-graph\. \(Not recomm[eo]nded"
+                 r"|Piecewise CUDA graph by unset --enable-piecewise-cuda-graph)"), 30, 0.55,
+              "the tail holds SGLang's advice for a failed CUDA graph capture: the capture failed (its error is above "
+              "this tail)", kind="capture", any_level=True, unsure=("other",)),
 )
