@@ -16,6 +16,8 @@ DATA = Path(__file__).resolve().parent / "data" / "engine_messages"
 MESSAGES = DATA / "engine_messages.jsonl"
 #: The newer releases' own wordings (vLLM 0.33.0, SGLang 0.5.23), none of them in MESSAGES: judged only, whole.
 NEWER = DATA / "engine_messages_newer.jsonl"
+#: vLLM 0.34.0's own wordings, in neither set above nor in vLLM 0.33.0 (collected 2026-12-04): split like MESSAGES.
+NEWEST = DATA / "engine_messages_newest.jsonl"
 MODES = ("line", "framed")
 Mode = Literal["line", "framed"]
 
@@ -26,9 +28,14 @@ def split_of(entry: dict) -> str:
 
 
 def messages(split: str) -> list[dict]:
-    """``dev`` / ``heldout`` of the first releases' messages, or ``newer``: every message of the newer releases."""
+    """``dev`` / ``heldout`` of the first releases' messages; ``newer``: every message of the newer releases;
+    ``newest`` / ``newest_dev`` / ``newest_heldout``: vLLM 0.34.0's, whole or split by the same hash."""
     if split == "newer":
         return [json.loads(line) for line in NEWER.read_text().splitlines() if line.strip()]
+    if split.startswith("newest"):
+        # (split as the first set is: the dev part read for the vocabulary, the held-out fifth only counted)
+        entries = [json.loads(line) for line in NEWEST.read_text().splitlines() if line.strip()]
+        return [entry for entry in entries if split == "newest" or f"newest_{split_of(entry)}" == split]
     entries = [json.loads(line) for line in MESSAGES.read_text().splitlines() if line.strip()]
     return [entry for entry in entries if split_of(entry) == split]
 

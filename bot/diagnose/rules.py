@@ -120,12 +120,17 @@ RULES: tuple[Rule, ...] = (
     Rule("generic_not_divisible", "tp_not_divisible",
          # (a kernel's tile named: "size_n = 2736 is not divisible by tile_n_size = 64", vLLM's Marlin checks)
          _r(r"\b(\d+) is not divisible by (?:[a-z_]{1,30} ?= ?)?(\d+)"
-            r"|must be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
+            r"|(?:must|to|should) be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
             r"|\w{0,20}_tp_size\b|world[ _]size\b)"
             r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"
-            # experts over expert parallelism, the taxonomy's "experts ... not divisible"
-            r"|\bexperts?\b[^\n]{0,40}\b(?:is |are |must be )?(?:not )?divisible by (?:the )?(?:expert|ep)[ _-]?"
-            r"(?:parallel|size)"),
+            # experts over expert parallelism, the taxonomy's "experts ... not divisible" ("num_experts=60 divisible
+            # by the EP size 8", vllm 0.34.0 models/minimax_m3)
+            r"|(?:\b|_)experts?\b[^\n]{0,40}\b(?:is |are |must be |to be )?(?:not )?divisible by (?:the )?(?:expert|ep)"
+            r"[ _-]?(?:parallel|size)"
+            # ... and in other words ("needs the 60 experts to split evenly over 8 expert-parallel ranks", vllm 0.34.0
+            # layers/fused_moe/all2all_utils.py)
+            r"|\bsplit evenly (?:over|across|among) (?:the )?\d{1,5} (?:tensor|expert|pipeline|data)[ _-]?parallel "
+            r"(?:ranks|GPUs|workers)\b"),
          75, 0.85, "a model dimension ({0}) is not divisible by the tensor-parallel size ({1})", kind="heads"),
     # ------------------------------------------------------------------ model support
     Rule("architecture_not_supported", "unsupported_architecture",

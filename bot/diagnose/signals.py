@@ -31,8 +31,11 @@ from bot.diagnose.optional import OPTIONAL_IMPORT
 #: The NVIDIA driver's own user-space libraries (libcuda, libnvidia-ml, ...) refused by the loader: no usable driver
 #: on this host or in this container, whichever package's import tripped over it (bot/diagnose/unknown.py reads it
 #: inside a compiled extension's import warning too).
-DRIVER_LIBRARY_MISSING = r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20}): "
-                           r"cannot open shared object file")
+DRIVER_LIBRARY_MISSING = r(r"(libcuda\.so[\w.]{0,20}|libnvidia-[\w-]{1,40}\.so[\w.]{0,20})(?:: "
+                           r"cannot open shared object file"
+                           # a loader that says so in its own words ("Could not load libcuda.so.1. The GPU driver
+                           # library is required for VMM-backed tensors.", vllm 0.34.0 utils/vmm_driver.py)
+                           r"|\. The (?:GPU|CUDA|NVIDIA) driver library is required\b)")
 
 #: A port message that goes on to pick another port (or retries) is a notice, not the crash.
 _PORT_RETRY = r(r"\b(?:trying|retrying|will (?:try|use)|another port|next port|instead|fall(?:ing)? back|skipp)")

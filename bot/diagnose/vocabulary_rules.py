@@ -37,7 +37,10 @@ _REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|(?:does |do )?no
 #: A setting's name as the engines spell it in their checks: a snake_case field or a --flag.
 #: (a source file's name is not a setting: "allocation from 'turboquant_attn.py:879:_decode_attention'")
 _SETTING = (r"(?-i:(?<![/.])\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b(?!\.(?:py|pyx|cpp|cc|cu|cuh|h|hpp)\b)"
-            r"|(?<![\w-])--[a-z][a-z0-9-]{2,60})")
+            r"|(?<![\w-])--[a-z][a-z0-9-]{2,60}"
+            # the engines' environment settings ("VLLM_USE_V2_MODEL_RUNNER=1 is no longer supported", vllm 0.34.0
+            # platforms/interface.py)
+            r"|\b(?:VLLM|SGLANG|SGL)_[A-Z0-9]{1,30}(?:_[A-Z0-9]{1,30}){0,8}\b)")
 #: ... and how a check of settings says no.
 _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:supported|compatible|applicable|allowed)"
                     r"|not compatible with|cannot be|can only be|only supported|is required|are required|requires?"
@@ -51,7 +54,12 @@ _SETTING_REFUSED = (r"\b(?:must (?:not )?be|should (?:not )?be|is not (?:support
                     r"|should (?:provide|pass|use|set|specify)|instead of"
                     # sizes that must agree ("world_size (8) is not equal to tensor_model_parallel_size (4) x
                     # pipeline_model_parallel_size (1)", torch / vLLM parallel_state)
-                    r"|is not equal to|must (?:be )?equal(?: to)?)\b")
+                    r"|is not equal to|must (?:be )?equal(?: to)?"
+                    # a setting that only means something with another, a value outside the accepted ones, a
+                    # setting a release retired ("cpu_hugepage_block_size applies only to kv_offload_backend=...",
+                    # "expected one of 16 or none", "... is no longer supported ... Unset this variable", vllm 0.34.0)
+                    r"|applies only (?:to|when|with)|only applies (?:to|when|with)|expected one of"
+                    r"|(?:is|are) no longer (?:supported|accepted|used)|Unset this variable)\b")
 
 #: What a check's message may name that is another category's: the drafter, a package, the GPU generation, the
 #: tensor-parallel split. Raised by the same argument and quantization checks (sglang/srt/server_args.py: "Spec v2
@@ -116,15 +124,25 @@ _SETTING_CONSTRAINT = (r"(?:" + _SETTING_REFUSED + r"|\b(?:not (?:yet |currently
                        r"|unsupported|(?:does|do|can) ?not (?:support|be used)|only supports?|must|should|unless"
                        r"|expects?|please use|when setting|is set to|Invalid|Unknown)\b)")
 
+#: AMD's GPU architectures as the engines' ROCm checks name them ("requires CDNA3 or newer", vllm 0.34.0
+#: models/step5/amd; "ROCm gfx942", "MI300"): a check of these is of the GPU, as an SM number is.
+_AMD_GENERATIONS = r"(?:CDNA ?\d|RDNA ?\d|gfx9\d{2}\w?\b|gfx1[012]\d{2}\b|MI\d{3}[A-Z]?\b)"
 #: A GPU generation or compute capability a check asks for, or refuses.
 CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:requires?|needs?|only supports?"
                r"|only (?:supported|available|works|runs) (?:on|for|with)|supported only (?:on|for))"
-               r" (?:an? )?(?:NVIDIA )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
-               r"|CUDA capability|device capability|" + GPU_GENERATIONS + r"\b)"
+               r" (?:an? )?(?:NVIDIA |AMD )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
+               r"|CUDA capability|device capability|" + GPU_GENERATIONS + r"\b|" + _AMD_GENERATIONS + r")"
                r"|\b(?:current|this) (?:platform|GPU|device) does not support\b"
                # "Please use Blackwell and above." (vllm layers/quantization/modelopt.py)
                r"|\bplease use (?:an? )?(?:NVIDIA )?" + GPU_GENERATIONS + r"\b"
-               r"|\b(?:" + GPU_GENERATIONS + r"|SM ?\d{2,3})(?: GPUs?)? (?:and|or) (?:above|newer|later)\b)")
+               r"|\b(?:" + GPU_GENERATIONS + r"|SM ?\d{2,3}|" + _AMD_GENERATIONS + r")(?: GPUs?)? (?:and|or) (?:above|newer"
+               r"|later)\b)")
+
+#: The kernel libraries the engines import only for some paths (vllm / sglang import guards: triton, flashinfer,
+#: deep_gemm, DeepEP, aiter, mooncake, nixl, ...): "requires <one of these>" says it is not importable here.
+#: (a name with a suffix only after a separator: "requires TritonAttnBackend" names a backend, not the package)
+_KERNEL_LIBRARIES = (r"(?:triton|flashinfer|cutlass)(?:[_-][a-z]{1,10})?|deep_?gemm|deep_?ep|aiter|mooncake|nixl"
+                     r"|xformers|flash[_-]attn|FlashAttention|sgl[_-]kernel|vllm[_-]flash[_-]attn|lmcache|ray")
 
 VOCABULARY_RULES: tuple[Rule, ...] = (
     Rule("quantization_refused", "quantization_unsupported",
@@ -159,7 +177,15 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
          r(r"\b(?!(?:the|a|an|this|that|required|requested|such)\b)([\w.-]{1,40}) (?:[\w.-]{1,40} )?"
            r"(?:module|package|library)s? (?:was |is )?not (?:found|available)\b"
            r"|\bplease check ([\w.-]{1,40}) installation\b|\brequires? ([\w.-]{1,40}) to be installed\b"
-           r"|\bEnsure [\w .-]{1,60} (?:is|are) installed\b"),
+           r"|\bEnsure [\w .-]{1,60} (?:is|are) installed\b"
+           # a kernel library a path needs, named alone at the end of a raised message ("vLLM's model runner
+           # requires Triton.", "vLLM on x86 CPUs requires Triton (triton-cpu).", vllm 0.34.0 v1/worker/
+           # gpu_worker.py, platforms/cpu.py): the library is not importable here. (Not an attention path's: there
+           # "requires FlashInfer" / "Triton" names the attention backend of that name, sgl-project/sglang#28171.)
+           r"|" + _RAISED + r"(?![^\n]{0,200}?\battention\b)[^\n]{0,200}?\b(?:requires?|needs?) (?:the )?(?:"
+           + _KERNEL_LIBRARIES + r")(?: \([\w.-]{1,40}\))?\.?\s*$"
+           # an extension's bindings ("MORI UMBP Python bindings are unavailable", vllm 0.34.0 kv_connector/v1/umbp)
+           r"|\b(?:Python |C\+\+ |native )?(?:bindings|extension) (?:is|are) (?:unavailable|not available)\b"),
          60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module",
          # (a kernel library's own build cache missing a module is its JIT's, flashinfer's MissingJITCacheError)
          exclude=r(r"JIT cache|MissingJITCacheError")),
@@ -190,7 +216,12 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
            r"|\bNo space left for (?:only )?one request\b|\bkv_pool\w{0,30}\.available_size\(\)=0\b"
            # SGLang's mamba state pools ("Not enough space for mamba ping pong idx, try to increase
            # --mamba-full-memory-ratio")
-           r"|\bNot enough space for mamba\b"), 70, 0.75,
+           r"|\bNot enough space for mamba\b"
+           # vLLM's fitting of the context to the memory left ("Cannot auto-fit max_model_len: not enough GPU memory
+           # available to serve even a single token", v1/core/kv_cache_planning.py, 0.34.0) and a budget that leaves
+           # "KV cache for one max_model_len request" short (0.34.0 kernels/linear/mixed_precision)
+           r"|\bCannot auto-fit max_model_len\b|\bnot enough (?:GPU |device )?memory (?:available |left )?to serve\b"
+           r"|\bKV cache for (?:one|a single) (?:max_model_len )?request\b"), 70, 0.75,
          "too little GPU memory is left for the cache the engine allocates after the weights", kind="raise"),
     # The loader's checks of the model folder (model_loader/weight_utils.py, loader.py, ci_weight_validation.py).
     Rule("checkpoint_files_unusable", "model_files_missing_or_corrupt",
