@@ -2,8 +2,8 @@
 # Real-GPU check of the probe agent (run on the device machine with an NVIDIA GPU):
 #  1. starts a stand-in server whose command line is a real SGLang launch (`python3 -m sglang.launch_server
 #     --model-path ... --port ... --tp-size 1`) and which really allocates 8 GiB on the GPU with torch;
-#  2. runs bot/agents/probe_agent.py exactly as the bot sends it (bot.probe.agent_source: common.py, its helper
-#     modelfind.py, then the agent, as one script on stdin; args as one JSON value; the engines list is the agent's
+#  2. runs bot/agents/probe_agent.py exactly as the bot sends it (bot.probe.agent_source: common.py, its helpers
+#     modelfind.py and gpus.py, then the agent, as one script on stdin; args as one JSON value; the engines list is the agent's
 #     own default, the registry's probe_spec needs the bot's packages, which the device does not have);
 #  3. writes the probe's JSON to $OUT/probe_h200.json for the planner to be checked against, here.
 set -euo pipefail
@@ -27,7 +27,7 @@ for _ in $(seq 1 120); do grep -q ready "$work/server.log" 2>/dev/null && break;
 cat "$work/server.log"
 python3 -c "import pynvml; print('pynvml', pynvml.__file__)"
 start=$(date +%s.%N)
-python3 - "{\"models_dir\": \"$work/models\", \"model\": \"Qwen3-8B\"}" < <(for part in common modelfind probe_agent; do cat "bot/agents/$part.py"; printf '\n\n'; done) > "$OUT/probe_h200.json"
+python3 - "{\"models_dir\": \"$work/models\", \"model\": \"Qwen3-8B\"}" < <(for part in common modelfind gpus probe_agent; do cat "bot/agents/$part.py"; printf '\n\n'; done) > "$OUT/probe_h200.json"
 end=$(date +%s.%N)
 echo "probe wall time: $(python3 -c "print(round($end - $start, 3))") s"
 python3 - "$OUT/probe_h200.json" <<'PY'

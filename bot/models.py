@@ -10,26 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
-from typing import Annotated, Literal
+from datetime import datetime
+from typing import Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.handles import DeploymentHandle
+from bot.model_base import GIB, EngineName, Frozen, utcnow
+# (the probe's facts live in bot/host_facts.py; named here too, as every boundary imports them from here)
+from bot.host_facts import (EngineInstall, GpuInfo, GpuProcess, HostFacts, ModelFolder, ModelLocation,  # noqa: F401
+                            ServerInfo)
 
 Action = Literal["start", "stop", "restart", "status", "logs"]
-
-
-def _registered_engine(name: str) -> str:
-    # the set of engines is the registry's (planners/engines/registry.py); imported here, at validation time,
-    # because the engine packages import this module
-    from planners.engines.registry import validate_name  # noqa: PLC0415
-
-    return validate_name(name)
-
-
-#: An engine's name: any engine in planners/engines/registry.py.
-EngineName = Annotated[str, AfterValidator(_registered_engine)]
 #: How a server speculates: the model's own MTP heads, a separate drafter (an EAGLE-3 head, a DFlash block-diffusion
 #: drafter, a standalone draft model), n-gram lookup, or not at all. "drafter" is a request's "with our drafter":
 #: a drafter of whatever kind its config says, resolved to one of the three when the plan is made.
@@ -51,17 +43,6 @@ PUBLIC_REQUEST_FIELDS: tuple[str, ...] = (
     "context_length",
     "gpus",
 )
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-#: Bytes in a GiB: defined once here, for every module that shows or plans memory.
-GIB = 1 << 30
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # --------------------------------------------------------------------------------------------- request
@@ -129,115 +110,6 @@ class ParseError(Frozen):
     kind: ParseErrorKind
     message: str
     suggestions: list[str] = Field(default_factory=list)
-
-
-# --------------------------------------------------------------------------------------------- host facts
-
-
-class GpuInfo(Frozen):
-    index: int
-    name: str
-    uuid: str | None = None
-    memory_total_bytes: int
-    memory_used_bytes: int
-    memory_free_bytes: int
-    compute_capability: str | None = None  # "8.6"
-    utilization_pct: int | None = None
-    pci_bus_id: str | None = None
-
-
-class ServerInfo(Frozen):
-    """A running inference server recognised from a process command line."""
-
-    engine: EngineName
-    model_path: str | None = None
-    port: int | None = None
-    tp: int | None = None
-
-
-class GpuProcess(Frozen):
-    pid: int
-    gpu_index: int | None = None
-    gpu_uuid: str | None = None
-    used_bytes: int | None = None
-    name: str | None = None
-    cmdline: str | None = None
-    user: str | None = None
-    started_at: float | None = None  # unix time
-    server: ServerInfo | None = None
-
-
-class ModelFolder(Frozen):
-    name: str
-    path: str  # what the engine is launched with: the folder, or the hub cache snapshot folder
-    exists: bool
-    source: Literal["folder", "hf_cache"] = "folder"
-    repo: str | None = None  # ORG/NAME of a hub cache model
-    revision: str | None = None  # the snapshot's commit (the one refs/main names)
-    config: dict | None = None  # config.json as read (nested text_config kept as is)
-    config_error: str | None = None
-    index_total_size: int | None = None  # model.safetensors.index.json metadata.total_size
-    shard_bytes: int = 0  # sum of *.safetensors file sizes (apparent size)
-    shard_count: int = 0
-    has_custom_code: bool = False  # *.py files next to the config (auto_map)
-
-
-class ModelLocation(Frozen):
-    """Where the probe found one model: a plain folder, or a Hugging Face hub cache snapshot."""
-
-    name: str
-    path: str
-    source: Literal["folder", "hf_cache"] = "folder"
-    repo: str | None = None  # ORG/NAME (hub cache), or ORG/NAME of a nested plain folder
-    revision: str | None = None
-
-
-class EngineInstall(Frozen):
-    name: EngineName
-    version: str | None = None
-    error: str | None = None  # why it could not be imported, when present but broken
-
-
-class HostFacts(Frozen):
-    """Everything the planner needs about a host, gathered by ONE probe round trip."""
-
-    host: str
-    hostname: str | None = None
-    home: str | None = None  # the deploy user's home on the host (host paths with ~ are expanded there)
-    probed_at: datetime = Field(default_factory=utcnow)
-    gpu_source: Literal["nvml", "nvidia-smi", "slurm", "none"] = "none"
-    gpu_error: str | None = None
-    driver_version: str | None = None
-    cuda_version: str | None = None
-    gpus: list[GpuInfo] = Field(default_factory=list)
-    gpu_processes: list[GpuProcess] = Field(default_factory=list)
-    p2p: dict[str, str] = Field(default_factory=dict)  # "0-1" -> "ok" | "not supported" ...
-    listening_ports: list[int] = Field(default_factory=list)
-    model: ModelFolder | None = None
-    #: Drafter folders the probe read fully: the one a request named, and every folder whose config is a drafter's
-    #: (DFlash / EAGLE-3) or that app.yaml lists as a drafter of the model asked for.
-    drafters: list[ModelFolder] = Field(default_factory=list)
-    #: Folders whose config is a dedicated drafter's (DFlash, EAGLE-3), from every probe: not models to serve.
-    drafter_names: list[str] = Field(default_factory=list)
-    models_available: list[str] = Field(default_factory=list)
-    model_locations: list[ModelLocation] = Field(default_factory=list)
-    engines: dict[str, EngineInstall] = Field(default_factory=dict)
-    engine_help: dict[str, str] = Field(default_factory=dict)  # engine -> `--help` text (only when asked for)
-    python_version: str | None = None
-    disk_free_bytes: int | None = None
-    ram_total_bytes: int | None = None
-    ram_available_bytes: int | None = None
-
-    def gpu(self, index: int) -> GpuInfo | None:
-        return next((g for g in self.gpus if g.index == index), None)
-
-    def processes_on(self, index: int) -> list[GpuProcess]:
-        gpu = self.gpu(index)
-        return [
-            p
-            for p in self.gpu_processes
-            if p.gpu_index == index or (gpu is not None and gpu.uuid and p.gpu_uuid == gpu.uuid)
-        ]
 
 
 # --------------------------------------------------------------------------------------------- plan

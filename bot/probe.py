@@ -22,7 +22,7 @@ class ProbeFailed(RemoteError):
 
 #: Helper modules sent in front of an agent (after common.py), so that each still travels as one script.
 AGENT_HELPERS: dict[str, tuple[str, ...]] = {
-    "probe_agent": ("modelfind",),
+    "probe_agent": ("modelfind", "gpus"),
     "discover_agent": ("modelfind",),
 }
 

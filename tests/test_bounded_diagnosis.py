@@ -34,7 +34,8 @@ PATTERNS = host_text_patterns()
 
 def test_the_tables_are_all_collected() -> None:
     names = set(PATTERNS)
-    assert "bot.diagnose.rules.RULES[incompatible_flags].pattern" in names
+    assert "bot.diagnose.argument_rules.ARGUMENT_RULES[incompatible_flags].pattern" in names
+    assert "bot.diagnose.rules.RULES[architecture_not_supported].pattern" in names
     assert "bot.diagnose.rules.FRAMING" in names
     assert "bot.logevents._RAY_REPEAT" in names
     assert "bot.redact._URL_PASSWORD" in names
