@@ -50,7 +50,7 @@ QUANT_BOUNDS: dict[str, tuple[int, int]] = {"bits": (1, 64), "w_bit": (1, 64), "
 #: Lists of layer indices: as long as the layers at most, every item a layer index.
 LAYER_LISTS = ("mlp_only_layers", "layer_types")
 MAX_LAYERS = BOUNDS["num_hidden_layers"][1]
-#: Where the planner reads dimensions from (bot/planners/model.py: text_config first, then the top level).
+#: Where the planner reads dimensions from (planners/config_lookup.py: text_config first, then the top level).
 SECTIONS = ("text_config", "llm_config", "language_config", "thinker_config", "vision_config")
 
 

@@ -15,103 +15,27 @@ import math
 from typing import Any
 
 from planners.config_bounds import ConfigBoundsError, check_config
+from planners.config_lookup import (DTYPE_BYTES, MTP_STORES_EMBEDDINGS_TYPES, NON_GATED_MLP_TYPES, QKV_BIAS_TYPES,
+                                     Lookup)
 from planners.model_types import AttentionKind, Frozen, ModelSpec, ParamCounts, Quantization, VisionTower
 
 __all__ = ["AttentionKind", "ConfigError", "Frozen", "ModelSpec", "ParamCounts", "Quantization", "VisionTower",
            "model_spec", "round_down", "ceil_div"]
 
-#: Where the language model's config sits in multimodal configs, by the keys real models use.
-TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
-
-#: transformers defaults for keys that hub config files commonly omit. Only what the planner reads; sources are the
-#: model types' configuration classes (e.g. Gemma3TextConfig: vocab_size 262208, tied embeddings, 1 global layer in 6).
-MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {
-        "vocab_size": 262_208,
-        "tie_word_embeddings": True,
-        "max_position_embeddings": 131_072,
-        "sliding_window_pattern": 6,
-        "hidden_activation": "gelu_pytorch_tanh",
-    },
-    "gemma2": {"tie_word_embeddings": True, "sliding_window_pattern": 2},
-    "gemma": {"tie_word_embeddings": True},
-    "llama": {"tie_word_embeddings": False},
-    "mistral": {"tie_word_embeddings": False},
-    "qwen2": {"tie_word_embeddings": False},
-    "qwen3": {"tie_word_embeddings": False},
-    "qwen3_moe": {"tie_word_embeddings": False, "decoder_sparse_step": 1},
-    "qwen3_5_text": {"tie_word_embeddings": False},
-    "deepseek_v3": {"tie_word_embeddings": False, "moe_layer_freq": 1, "first_k_dense_replace": 0},
-}
-
-#: Model types whose MLP is a plain two-matrix (up, down) block rather than a gated three-matrix one.
-NON_GATED_MLP_TYPES = frozenset({"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon", "phi", "starcoder2", "mpt"})
-
-#: Model types whose attention projections carry biases even though their config has no attention_bias key.
-QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
-
-#: Model types whose checkpoints store the MTP module's own copy of the embedding and output head
-#: (DeepSeek-V3's layer 61 holds ``embed_tokens`` and ``shared_head.head``: 685B = 671B main + 14B MTP).
-MTP_STORES_EMBEDDINGS_TYPES = frozenset({"deepseek_v3", "deepseek_v32", "deepseek_v2"})
-
-DTYPE_BYTES = {
-    "float32": 4,
-    "float": 4,
-    "fp32": 4,
-    "bfloat16": 2,
-    "bf16": 2,
-    "float16": 2,
-    "fp16": 2,
-    "half": 2,
-    "float8_e4m3fn": 1,
-    "fp8": 1,
-}
-
 
 # ---------------------------------------------------------------------------------------------- reading
-
-
-class _Lookup:
-    """text_config -> top level -> transformers default for the model type."""
-
-    def __init__(self, config: dict[str, Any]):
-        self.top = config
-        self.text = next((config[k] for k in TEXT_CONFIG_KEYS if isinstance(config.get(k), dict)), config)
-        text_type = self.text.get("model_type")
-        self.defaults = MODEL_TYPE_DEFAULTS.get(text_type or "", {}) or MODEL_TYPE_DEFAULTS.get(
-            config.get("model_type") or "", {}
-        )
-
-    def get(self, *keys: str, default: Any = None) -> Any:
-        for key in keys:
-            if self.text.get(key) is not None:
-                return self.text[key]
-        for key in keys:
-            if self.top.get(key) is not None:
-                return self.top[key]
-        for key in keys:
-            if key in self.defaults:
-                return self.defaults[key]
-        return default
-
-    def has(self, key: str) -> bool:
-        return key in self.text or key in self.top
-
-    def int(self, *keys: str, default: int | None = None) -> int | None:
-        value = self.get(*keys)
-        return int(value) if value is not None else default
 
 
 class ConfigError(ValueError):
     """config.json lacks what any transformer config has (hidden size, layers, heads)."""
 
 
-def _dtype(look: _Lookup) -> tuple[str, int]:
+def _dtype(look: Lookup) -> tuple[str, int]:
     name = str(look.get("torch_dtype", "dtype", default="bfloat16")).removeprefix("torch.")
     return name, DTYPE_BYTES.get(name, 2)
 
 
-def _layer_kinds(look: _Lookup, num_layers: int, model_type: str | None) -> tuple[list[AttentionKind], int | None]:
+def _layer_kinds(look: Lookup, num_layers: int, model_type: str | None) -> tuple[list[AttentionKind], int | None]:
     window = look.int("sliding_window")
     layer_types = look.get("layer_types")
     if isinstance(layer_types, list) and len(layer_types) == num_layers:
@@ -138,7 +62,7 @@ def _layer_kinds(look: _Lookup, num_layers: int, model_type: str | None) -> tupl
     return ["full"] * num_layers, None
 
 
-def _quantization(look: _Lookup) -> Quantization | None:
+def _quantization(look: Lookup) -> Quantization | None:
     qc = look.get("quantization_config")
     if not isinstance(qc, dict):
         return None
@@ -228,7 +152,7 @@ def _short(detail: object) -> str:
 
 
 def _model_spec(config: dict[str, Any]) -> ModelSpec:
-    look = _Lookup(config)
+    look = Lookup(config)
     hidden = look.int("hidden_size", "d_model", "n_embd")
     layers = look.int("num_hidden_layers", "num_layers", "n_layer")
     heads = look.int("num_attention_heads", "n_head", "num_heads")
@@ -308,7 +232,7 @@ def _model_spec(config: dict[str, Any]) -> ModelSpec:
     return ModelSpec(**fields)
 
 
-def _moe_layers(look: _Lookup, layers: int, num_experts: int) -> list[bool]:
+def _moe_layers(look: Lookup, layers: int, num_experts: int) -> list[bool]:
     if not num_experts:
         return [False] * layers
     dense_first = look.int("first_k_dense_replace", default=0) or 0
@@ -323,7 +247,7 @@ def _moe_layers(look: _Lookup, layers: int, num_experts: int) -> list[bool]:
 # ---------------------------------------------------------------------------------------------- counting
 
 
-def _attention_params(f: dict[str, Any], kind: AttentionKind, look: _Lookup) -> int:
+def _attention_params(f: dict[str, Any], kind: AttentionKind, look: Lookup) -> int:
     h, heads, kv, hd = f["hidden_size"], f["num_attention_heads"], f["num_kv_heads"], f["head_dim"]
     if kind == "linear":
         nk, nv = f["linear_num_key_heads"] or 0, f["linear_num_value_heads"] or 0
@@ -356,7 +280,7 @@ def _mlp_params(h: int, inter: int, gated: bool) -> int:
     return (3 if gated else 2) * h * inter
 
 
-def _count_params(f: dict[str, Any], look: _Lookup, moe_flags: list[bool]) -> ParamCounts:
+def _count_params(f: dict[str, Any], look: Lookup, moe_flags: list[bool]) -> ParamCounts:
     h, vocab, inter = f["hidden_size"], f["vocab_size"], f["intermediate_size"]
     gated = (f["text_model_type"] or "") not in NON_GATED_MLP_TYPES
     attention = sum(_attention_params(f, kind, look) for kind in f["layer_kinds"])
