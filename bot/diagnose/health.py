@@ -114,10 +114,24 @@ def read_health(lines: list[LogLine], engine: str | None) -> Health:
     return health
 
 
+#: Where a start-up tail without an error stopped, when that place says more than "still starting": the corpus's
+#: tails that end there without an error line were mostly crashes whose error the paste cut off (dev, 2026-12-04:
+#: right after the arguments were read 5 crashes of 6; while CUDA graphs were captured 2 of 2), so the verdict is
+#: less sure and names the other reading. (confidence, alternatives, what the place says)
+_STOPPED_AT: dict[str, tuple[float, list[str], str]] = {
+    "args_parsed": (0.4, ["other"], "; it ends right after the engine read its arguments: if the process is gone, "
+                                    "its error is not in this tail"),
+    "graphs_capturing": (0.45, ["cuda_graph_oom"], "; it ends while CUDA graphs are being captured: still "
+                                                    "capturing, or the capture hung or died there"),
+}
+
+
 def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | None = None,
-                      error_last: LogLine | None = None) -> Diagnosis:
+                      error_last: LogLine | None = None, phase: str | None = None) -> Diagnosis:
     """``error``: an error the server outlived (it served after it); ``error_last``: an error after the server came
-    up on which the tail ends, so whether it outlived it is not in the log."""
+    up on which the tail ends, so whether it outlived it is not in the log; ``phase``: the last start-up milestone
+    the tail reached (bot/diagnose/structure.py)."""
+    alternatives: list[str] = []
     # Proof of life first (the server listens, answers, decodes), then the error it survived.
     alive = (health.listening or health.ready, health.served, health.decode_line, error or error_last)
     evidence = [line for line in alive if line is not None]
@@ -154,5 +168,10 @@ def healthy_diagnosis(lines: list[LogLine], health: Health, error: LogLine | Non
             else "the log is empty"
         confidence = 0.6 if lines else 0.3
         steps = ["wait for the ready line; if nothing moves for minutes, look at the last line"] if lines else []
+        if lines and phase in _STOPPED_AT:
+            confidence, alternatives, where = _STOPPED_AT[phase]
+            cause += where
+            steps.append("if the process is gone, send the log from the launch on, or its end (the error is below "
+                         "the last line here)")
     return Diagnosis(category="none", cause=cause, evidence=evidence_of(evidence, None, ()),
-                     next_steps=steps, confidence=confidence)
+                     next_steps=steps, confidence=confidence, alternatives=list(alternatives))

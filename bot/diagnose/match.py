@@ -317,7 +317,9 @@ def diagnose(log_tail: str, *, exit_code: int | None = None, engine: str | None 
     if finding is None and ended:
         finding = ended_quietly(lines, exit_code, health, earlier=error_after_ready(lines, health))
     if finding is None:
-        return healthy_diagnosis(lines, health, error_last=error_after_ready(lines, health))
+        last = structure.last_phase
+        return healthy_diagnosis(lines, health, error_last=error_after_ready(lines, health),
+                                 phase=last.phase if last else None)
     speculative = bool(plan and plan.speculative not in (None, "none")) \
         or bool(launch and SPECULATIVE_ON.search(launch))
     _refine(finding, lines, structure, exit_code, speculative)
