@@ -48,7 +48,7 @@ from bot.diagnose.rules import (
     Rule,
 )
 from bot.diagnose.oom_phases import OOM_BY_PHASE, oom_phase
-from bot.diagnose.raised import quote_assert, read_raised
+from bot.diagnose.raised import QUIET_LEVELS, quote_assert, read_raised
 from bot.diagnose.reading import continued, drop_handled, prepare
 from bot.diagnose.structure import TailStructure, parse_structure
 from bot.diagnose.structure_rules import hinted_categories, structural_hits
@@ -63,7 +63,6 @@ from bot.tail import TAIL_BYTES, bound_text, read_tail
 
 __all__ = ["diagnose", "diagnose_file", "diagnosis_text"]
 
-_QUIET = ("DEBUG", "INFO", "WARNING")
 #: A competing category within this many priority points of the winner makes the verdict unsure between them.
 ALTERNATIVE_WINDOW = 12
 
@@ -194,7 +193,7 @@ def _hits(lines: list[LogLine], structure: TailStructure, routine: set[int], rul
           launch: list[str]) -> list[_Hit]:
     """Phrase-rule hits and structural hits (an exception explained by where it was raised; ``launch``: the command
     line, which a structural rule's condition on the tail may also find, e.g. a speculative flag)."""
-    quiet = {pos for pos, line in enumerate(lines) if line.level in _QUIET}
+    quiet = {pos for pos, line in enumerate(lines) if line.level in QUIET_LEVELS}
     found = _scan(lines, routine, rules)
     texts = [line.text for line in lines] + launch
     found += [_Hit(rule, pos, match) for rule, pos, match in structural_hits(structure, texts, routine | quiet)]

@@ -12,7 +12,8 @@ from dataclasses import replace
 from bot.diagnose.structure import TailStructure
 from bot.diagnose.types import Finding, LogLine
 
-_QUIET = ("DEBUG", "INFO", "WARNING")
+#: The levels the phrase rules skip unless a rule reads any level (bot/diagnose/match.py uses the same).
+QUIET_LEVELS = ("DEBUG", "INFO", "WARNING")
 
 
 def read_raised(lines: list[LogLine], structure: TailStructure) -> dict[int, int]:
@@ -34,7 +35,7 @@ def _unquiet_raised(lines: list[LogLine], structure: TailStructure) -> None:
     """An exception line that ends a traceback is an exception whatever level a wrapper relayed it at (Ray and
     FastChat re-log a child's stderr at INFO): the INFO/WARNING filter of the phrase rules must not hide it."""
     for exc in structure.exceptions:
-        if exc.frames and 0 <= exc.pos < len(lines) and lines[exc.pos].level in _QUIET:
+        if exc.frames and 0 <= exc.pos < len(lines) and lines[exc.pos].level in QUIET_LEVELS:
             lines[exc.pos].level = None
 
 

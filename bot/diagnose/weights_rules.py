@@ -71,7 +71,6 @@ WEIGHTS_RULES: tuple[Rule, ...] = (
          "the checkpoint has a tensor {0} that the model class {1} does not: its weights are not those of the "
          "architecture its config declares (or this engine version predates them)",
          kind="weights_mismatch", unsure=("unsupported_architecture", "other")),
-
     Rule("quantized_weight_shape", "quantization_unsupported", r(_SHAPE_CHECK), 57, 0.55,
          "a weight of this quantized checkpoint has another shape than the parameter the engine built for it: this "
          "quantization layout is not handled for the layer", kind="quant_shape",
