@@ -32,7 +32,7 @@ def real_parser(engine: str, version: str) -> argparse.ArgumentParser:
 
 def test_captures_cover_the_asked_releases_and_agree_with_their_help_texts() -> None:
     assert {"0.5.9", "0.5.11", "0.5.23"} <= set(captured_versions("sglang"))
-    assert {"0.11.0", "0.17.0", "0.20.0", "0.33.0"} <= set(captured_versions("vllm"))
+    assert {"0.11.0", "0.17.0", "0.20.0", "0.33.0", "0.34.0"} <= set(captured_versions("vllm"))
     for engine in ("sglang", "vllm"):
         for version in captured_versions(engine):
             record = json.loads((CAPTURES / f"{engine}-{version}.json").read_text())
@@ -107,7 +107,7 @@ def test_sglang_release_too_old_for_the_model_is_refused_with_the_reason() -> No
     assert ">= 0.5.10" in failed(plan("CT129", "Qwen3.6-27B", speculative="mtp", facts_kwargs=facts)).reason
 
 
-@pytest.mark.parametrize("version", ["0.17.0", "0.20.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.17.0", "0.20.0", "0.33.0", "0.34.0"])
 def test_seed_request_on_vllm_parses_with_that_release(version: str) -> None:
     facts = {"engines": {"vllm": version}, "engine_help": {"vllm": help_text("vllm", version)}}
     p = ok(plan("CT129", "Qwen3.6-27B", speculative="mtp", engine="vllm", facts_kwargs=facts))

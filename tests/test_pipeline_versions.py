@@ -1,5 +1,5 @@
 """The newest engine releases on the simulated fleet: hosts whose engines are sglang 0.5.23 / 0.5.11 and vLLM 0.33.0
-(flags and --help from the real releases' captures), the seed request planned and launched on each."""
+/ 0.34.0 (flags and --help from the real releases' captures), the seed request planned and launched on each."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def test_a_simulated_engine_prints_its_release_help_and_rejects_the_old_name(tmp
         ({"sglang": "0.5.23"}, ["--mamba-radix-cache-strategy", "extra_buffer", "--cuda-graph-max-bs-decode"]),
         ({"sglang": "0.5.11"}, ["--mamba-scheduler-strategy", "extra_buffer", "--cuda-graph-max-bs"]),
         ({"vllm": "0.33.0"}, ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}']),
+        ({"vllm": "0.34.0"}, ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}']),
     ],
 )
 async def test_seed_request_is_planned_and_launched_on_each_release(tmp_path, engines, expected) -> None:

@@ -130,8 +130,9 @@ _AMD_GENERATIONS = r"(?:CDNA ?\d|RDNA ?\d|gfx9\d{2}\w?\b|gfx1[012]\d{2}\b|MI\d{3
 #: A GPU generation or compute capability a check asks for, or refuses.
 CAPABILITY = (r"(?:\bUnsupported (?:compute|CUDA|device|GPU) capability\b|\b(?:requires?|needs?|only supports?"
                r"|only (?:supported|available|works|runs) (?:on|for|with)|supported only (?:on|for))"
-               r" (?:an? )?(?:NVIDIA |AMD )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b|compute capability"
-               r"|CUDA capability|device capability|" + GPU_GENERATIONS + r"\b|" + _AMD_GENERATIONS + r")"
+               r" (?:an? )?(?:NVIDIA |AMD )?(?:GPUs? (?:with )?)?(?:\(?SM ?\d{2,3}\w?\b|\(?sm_?\d{2,3}a?\b"
+               r"|compute capability|CUDA capability|device capability|" + GPU_GENERATIONS + r"\b|" + _AMD_GENERATIONS
+               + r")"
                r"|\b(?:current|this) (?:platform|GPU|device) does not support\b"
                # "Please use Blackwell and above." (vllm layers/quantization/modelopt.py)
                r"|\bplease use (?:an? )?(?:NVIDIA )?" + GPU_GENERATIONS + r"\b"
