@@ -18,6 +18,19 @@ COMM_RULES: tuple[Rule, ...] = (
     Rule("p2p_unsupported", "nccl_error", _r(r"peer access is not supported between these two devices"), 60, 0.8,
          "the GPUs cannot access each other's memory (no P2P), and the custom all-reduce needs it", kind="p2p",
          exclude=_r(r"To silence this warning|Setup Custom allreduce failed|disable[_ -]custom[_ -]all[_ -]?reduce")),
+    # vLLM's custom all-reduce exits on a failed CUDA call of its own (csrc/custom_all_reduce.cuh CUDACHECK: printf
+    # "Failed: Cuda error %s:%d '%s'", older builds without "Cuda error"), most often the IPC buffers between GPUs
+    # that cannot map each other's memory (ai-dynamo/dynamo#787: "Failed: /workspace/csrc/custom_all_reduce.cuh:368
+    # 'invalid argument'", relayed at INFO by the wrapper). Its out-of-memory is the memory's (rules.py cuda_oom).
+    # (The same failure right after a capture is labelled cuda_graph_oom by another collector, vllm-project/vllm
+    # #56180: named as the alternative.)
+    Rule("custom_allreduce_failed", "nccl_error",
+         _r(r"\bFailed: (?:Cuda error )?\S{0,200}custom_all_reduce\.cuh:\d{1,6} '([^'\n]{1,120})'"), 64, 0.7,
+         "vLLM's custom all-reduce (CUDA IPC buffers shared between the GPUs) failed: '{0}'", kind="p2p",
+         # (a kernel's own crash surfacing at its check stays a kernel crash, test_diagnose_cuda_strings.py)
+         any_level=True, unsure=("cuda_graph_oom",),
+         exclude=_r(r"'out of memory'|illegal memory access|device-side assert|misaligned address|unspecified launch "
+                    r"failure|illegal instruction")),
     Rule("nccl_shm", "nccl_error",
          _r(r"NCCL WARN Error while (?:creating|attaching to) shared memory segment|/dev/shm[^\n]{0,80}(?:No space"
             r"|too small|Bus error)"),
@@ -57,9 +70,12 @@ COMM_RULES: tuple[Rule, ...] = (
     # baidu/vLLM-Kunlun#382), Cambricon's CNCL, Moore Threads' MCCL, Intel's oneCCL: a failure or error of theirs.
     Rule("accelerator_ccl_error", "nccl_error",
          _r(r"^\[(?:XCCL|BKCL|CNCL|MCCL)\]\[[\w.]{1,60}:\d{1,6}\][^\n]{0,200}\b(?:failed|error|timeout|timed out)\b"
-            r"|/new_xccl/XCCLUtils\.hpp:\d{1,6}|\b(?:BKCL|CNCL|MCCL|oneCCL|XCCL) (?:error|failed|timeout)\b"),
-         57, 0.75, "the accelerator's collective library (XCCL / BKCL / CNCL / MCCL, its NCCL) failed between its "
-         "devices", kind="nccl",
+            r"|/new_xccl/XCCLUtils\.hpp:\d{1,6}|\b(?:BKCL|CNCL|MCCL|oneCCL|XCCL) (?:error|failed|timeout)\b"
+            # oneCCL's own log tag for an error ("|CCL_ERROR| exchange_utils.cpp:202 sendmsg_fd: condition ... failed",
+            # intel/ipex-llm#12081, vLLM on 8 Arc GPUs)
+            r"|\|CCL_ERROR\|"),
+         57, 0.75, "the accelerator's collective library (XCCL / BKCL / CNCL / MCCL / oneCCL, its NCCL) failed "
+         "between its devices", kind="accelerator_ccl",
          any_level=True),
     # RDMA between GPUs and nodes outside NCCL: NVSHMEM (DeepEP's transport: "ibrc.cpp:418: non-zero status: 22
     # ibv_modify_qp failed", "NVSHMEM API called before NVSHMEM initialization has completed", nvshmem

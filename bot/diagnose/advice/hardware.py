@@ -201,6 +201,11 @@ def advise_nccl(f: Finding, s: PlanView) -> Advice:
         steps.append("Ascend's HCCL could not connect the NPUs: check their network (`hccn_tool -i 0 -link -g`, the "
                      "NPU IPs), the interface HCCL uses (HCCL_SOCKET_IFNAME / HCCL_IF_IP) and, on several nodes, "
                      "that every node started within HCCL_CONNECT_TIMEOUT")
+    elif f.kind == "accelerator_ccl":
+        steps.append("the accelerator's own collective library failed between its devices (NCCL's settings do not "
+                     "apply to it): rerun with its debug log (oneCCL: CCL_LOG_LEVEL=debug), check that every rank "
+                     "sees all its devices and that /dev/shm is large enough in a container (--ipc=host); a broken "
+                     "pipe there is most often a peer rank that died first")
     elif f.kind == "rdma":
         steps.append("the RDMA transport (NVSHMEM for DeepEP, or the KV transfer engine of PD disaggregation) could "
                      "not set up its InfiniBand resources: check `ibv_devices` / `ibstat` on every node, the "

@@ -19,7 +19,10 @@ def advise_busy_gpu(f: Finding, s: PlanView) -> Advice:
     """vLLM found less free memory than its utilisation asks: other processes hold the GPU. The log says how much
     is free, which beats a plan made before the others came."""
     assert f.match is not None
-    free_gib, total_gib, asked = float(f.match.group(1)), float(f.match.group(2)), float(f.match.group(3))
+    free_gib, total_gib = float(f.match.group(1)), float(f.match.group(2))
+    # (the utilisation asked for is in the message unless it was wrapped before it; else the plan's, if known)
+    said = f.match.group(3) if f.match.re.groups >= 3 else None
+    asked = float(said) if said else s.mem_fraction
     flag_mf = s.flag("mem_fraction")
     target = math.floor((free_gib / total_gib - 0.02) * 100) / 100
     weights_gib = s.weights_per_gpu / 2**30 if s.weights_per_gpu is not None else None
@@ -27,9 +30,10 @@ def advise_busy_gpu(f: Finding, s: PlanView) -> Advice:
     if target < 0.3 or (weights_gib is not None and target * total_gib < weights_gib * 1.2):
         return ([f"{held}: too little for this model next to them; stop those processes (see `status`) or "
                  f"launch on other GPUs"], None)
-    return ([f"{held}: relaunch with {flag_mf} {target:.2f} (was {asked:.2f}), or stop the other processes first"],
-            Fix(summary=f"{flag_mf} {asked:.2f} -> {target:.2f} (fit in what the other processes leave free)",
-                overrides=PlanOverrides(mem_fraction=target)))
+    was = f" (was {asked:.2f})" if asked is not None else ""
+    return ([f"{held}: relaunch with {flag_mf} {target:.2f}{was}, or stop the other processes first"],
+            Fix(summary=f"{flag_mf} {f'{asked:.2f} -> ' if asked is not None else ''}{target:.2f} (fit in what the "
+                        f"other processes leave free)", overrides=PlanOverrides(mem_fraction=target)))
 
 
 def _smaller_context(f: Finding, s: PlanView) -> int | None:

@@ -66,6 +66,11 @@ RULES: tuple[CrashRule, ...] = (
                  r"memory utilization \(([\d.]+)"),
               82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
               "--gpu-memory-utilization {2} asks for", kind="busy_gpu", unsure=("kv_cache_insufficient",)),
+    # ... the same message wrapped by hand or by a console after "desired" (vllm-project/vllm-ascend#14631)
+    CrashRule("free_memory_startup_wrapped", "other",
+              _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired\s*$"),
+              81, 0.85, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
+              "--gpu-memory-utilization asks for", kind="busy_gpu", unsure=("kv_cache_insufficient",)),
     # (vllm/v1/worker/gpu_model_runner.py load_model: "Failed to load model - not enough GPU memory. Try lowering
     # --gpu-memory-utilization to free memory for weights")
     CrashRule("weights_no_room", "gpu_oom_weights",
