@@ -67,3 +67,18 @@ def test_the_same_flags_in_a_healthy_start_up_are_not_a_capture_failure() -> Non
            "[2026-03-01 10:00:45] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
            "[2026-03-01 10:00:47] The server is fired up and ready to roll!\n")
     assert diagnose(log).category == "none"
+
+
+def test_stats_after_the_executor_shut_down_are_not_a_server_serving() -> None:
+    # vLLM V1's executor shuts down when a worker dies (v1/executor/multiproc_executor.py: "Worker proc %s died
+    # unexpectedly, shutting down executor."); the API server's stats logger goes on printing (vllm-project/vllm
+    # #23582: requests hang, throughput falls to 0). Not healthy, and not a harmless exit: the worker died.
+    log = ("(EngineCore_0 pid=271) ERROR 08-25 12:24:19 [multiproc_executor.py:146] Worker proc VllmWorker-1 died "
+           "unexpectedly, shutting down executor.\n"
+           "(VllmWorker TP0 pid=405) INFO 08-25 12:24:19 [multiproc_executor.py:520] Parent process exited, "
+           "terminating worker\n"
+           "(APIServer pid=1) INFO 08-25 12:24:24 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+           "Avg generation throughput: 7599.4 tokens/s, Running: 46 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.8%\n")
+    result = diagnose(log)
+    assert result.category == "host_oom_killed"
+    assert result.alternatives == ["other"]

@@ -51,8 +51,10 @@ AREAS: tuple[Area, ...] = (
                            # flashinfer's module builders, called from its wrappers (flashinfer/jit/core.py
                            # JitSpec.build_and_load; prefill.py "gen_batch_prefill_module(...).build_and_load()")
                            r"|\bbuild_and_load\b|\bgen_\w{1,60}_module\b", _I),
+         # (CUTLASS's CuTe DSL compiles its kernels at first use and raises its own classes: cutlass.base_dsl
+         # .common.DSLUserCodeError, DSLRuntimeError, DSLAstPreprocessorError; sgl-project/sglang#34433, FA4)
          classes=re.compile(r"^(?:CompilationError|InductorError|BackendCompilerFailed|PTXASError|NVRTCError"
-                            r"|CalledProcessError|OutOfResources|CompileError|TritonError)$"),
+                            r"|CalledProcessError|OutOfResources|CompileError|TritonError|DSL\w{0,30}Error)$"),
          words=re.compile(r"\bcompil(?:e|ed|ing|ation|er)\b|\bnvcc\b|\bninja\b|\bptxas\b|\bJIT\b|\bnvrtc\b"
                           r"|\bbuild(?:ing)? (?:the )?(?:extension|kernel|module)|\bgcc\b|\bg\+\+|\bclang\b"
                           r"|\bcollect2\b|\bld(?:\.\w{1,8})?: |\binductor\b|\btriton\b|\bcubin\b|\bPTX\b", _I),

@@ -35,7 +35,10 @@ _REQUEST_HANDLER = re.compile(r"(?:\[|\s)(?:serving(?:_\w{1,30})?|\w{1,30}_tool_
 ENGINE_DEAD = re.compile(r"\bEngineDeadError\b|\bAsyncEngineDeadError\b|Background loop has errored already"
                          r"|Scheduler terminated after \d{1,6} consecutive errors|Engine loop has died"
                          # (V0's API server over its engine process: entrypoints/launcher.py)
-                         r"|\bMQLLMEngine is already dead\b", re.IGNORECASE)
+                         r"|\bMQLLMEngine is already dead\b"
+                         # (V1's executor and client when a process under them dies: the engine is shut down, and what
+                         # the API server logs after it are stale stats and failed requests; vllm-project/vllm#23582)
+                         r"|died unexpectedly, shutting down (?:executor|client)\b", re.IGNORECASE)
 #: A request handler's line that names the engine under it, or says it is gone, is not one request's error.
 _ENGINE_GONE = re.compile(r"EngineDead|engine (?:is )?dead|EngineCore|Engine loop|shutting down|"
                           + ENGINE_DEAD.pattern, re.IGNORECASE)

@@ -83,7 +83,7 @@ class _Hit:
 KILLED_FROM_OUTSIDE = frozenset({"host_oom_killed", "time_limit", "preemption", "cgroup_oom"})
 #: Rules that only guess a kill from a process's disappearance (vLLM's "died unexpectedly"): a server seen alive
 #: after them was not killed.
-_GUESSED_KILLS = frozenset({"engine_died"})
+_GUESSED_KILLS = frozenset({"engine_died", "engine_client_monitor"})
 
 
 #: Rules whose line reports a stalled engine, again and again while it stays stalled (bot/diagnose/rules.py).

@@ -46,7 +46,7 @@ def own_error_behind_kill(finding: Finding, lines: list[LogLine], exit_code: int
         if any(_ENGINE_SHUTDOWN.search(line.text) for line in before[-_SHUTDOWN_WINDOW:]) \
                 and any(GENERIC_ERROR.search(line.text) for line in before):
             own = unrecognised(before, exit_code, health, structure)
-    elif finding.rule == "engine_died":
+    elif finding.rule in ("engine_died", "engine_client_monitor"):
         start = max(0, finding.pos - _NATIVE_WINDOW)
         native = next(((at, line) for at, line in reversed(list(enumerate(before))[start:])
                        if _NATIVE_FAILURE.search(line.text)), None)
@@ -75,7 +75,7 @@ def monitor_line_alone(finding: Finding, lines: list[LogLine]) -> Diagnosis | No
     """A tail that is nothing but the client monitor's line: nothing says the engine was killed, or that anything
     ran wrong. Healthy as far as the log shows, the kill named as the alternative (a process known to be gone is
     read by the caller as a death, never through here)."""
-    if finding.rule != "engine_died" or finding.decisive is None:
+    if finding.rule != "engine_client_monitor" or finding.decisive is None:
         return None
     said = [line for line in lines if line.text.strip()]
     if not said or not all(_CLIENT_MONITOR.search(line.text) for line in said):

@@ -115,11 +115,27 @@ def prepare(log_tail: str) -> list[LogLine]:
         line.code = (bool(FRAME.match(previous_text)) or bool(_CODE_START.match(line.text))) \
             and not GENERIC_ERROR.search(line.text)
         previous_text = line.text
+    _quiet_warning_continuations(lines)
     # Only the latest launch counts when a log holds several.
     starts = _launch_starts(lines)
     if len(starts) > 1:  # a single launch keeps its preamble (platform detection comes before the version line)
         lines = lines[starts[-1]:]
     return lines
+
+
+#: Python's warnings format ("<file>.py:<line>: <Category>Warning: <message>", Lib/warnings.py formatwarning) with a
+#: message that goes on to the next line (it ends with a colon): vLLM's "RuntimeWarning: Failed to read commit
+#: hash:\nNo module named 'vllm._version'" (vllm/version.py, 0.6.x, a fallback to "dev", volcengine/verl#393).
+_WARNING_GOES_ON = re.compile(r"\.py:\d{1,6}\)?: [A-Z]\w{0,40}Warning: [^\n]{0,300}:\s*$")
+
+
+def _quiet_warning_continuations(lines: list[LogLine]) -> None:
+    """The line that carries on a warning's message is the warning's, at its level: "No module named X" there is the
+    reason a fallback was taken, not an import that failed the start."""
+    for pos, line in enumerate(lines[:-1]):
+        following = lines[pos + 1]
+        if _WARNING_GOES_ON.search(line.text) and following.text and not following.code and following.level is None:
+            following.level = "WARNING"
 
 
 #: A launch logs its start on more than one line (vLLM: "vLLM API server version X", then "non-default args: {...}"):

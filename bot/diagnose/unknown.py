@@ -119,6 +119,11 @@ _BIND_FRAME = re.compile(r"(?:zmq/sugar/socket\.py|/socket\.py|asyncio/base_even
 
 
 _CARETS = re.compile(r"^[\s^~]*$")
+#: Frames of the import machinery itself, not of the code that asked for the import.
+_IMPORT_MACHINERY = re.compile(r"importlib|<frozen ")
+#: importlib's frames of an import in progress (importlib/__init__.py import_module, <frozen importlib._bootstrap>).
+_IMPORTING = re.compile(r"importlib[/.\\_][^ ]{0,80} (?:import_module|_gcd_import|_find_and_load\w{0,20}|_load_unlocked"
+                        r"|exec_module|_call_with_frames_removed)$")
 #: huggingface_hub's retry of a request that failed (utils/_http.py http_backoff: "'<error>' thrown while requesting
 #: HEAD https://huggingface.co/<repo>/resolve/main/config.json", then "Retrying in 1s [Retry 1/5].").
 _HUB_RETRY = re.compile(r"' thrown while requesting (?:HEAD|GET) https?://\S{1,300}")
@@ -147,6 +152,17 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
                        support=[lines[pos]], kind="network", alternatives=["other"],
                        cause="a request to the Hugging Face Hub failed and was being retried, then the start broke "
                              "off inside a traceback (its exception line is cut off)")
+    if innermost and _IMPORTING.search(f"{innermost[0].path} {innermost[0].function}"):
+        # Cut inside importlib's machinery: an import was failing (the module's own top level would be the next
+        # frame), most often a package missing or built for something else (a source tree never built: its
+        # "No module named 'vllm._version'" warning above, 1Cat-vLLM#195); modest, the error itself is lost.
+        caller = next((frame for frame in reversed(exc.frames) if not _IMPORT_MACHINERY.search(frame.path)), None)
+        where = f"{caller.path.rsplit('/', 2)[-2:][0]}/{caller.path.rsplit('/', 1)[-1]} ({caller.function})" \
+            if caller else "?"
+        return Finding(category="missing_dependency", confidence=0.45, decisive=lines[pos], pos=pos,
+                       alternatives=["other"], kind="cut_import",
+                       cause=f"the tail ends inside an import (its exception line is cut off): a package did not "
+                             f"import, started by {where}")
     return Finding(category="other", confidence=0.3, decisive=lines[pos], pos=pos,
                    cause=f"the tail ends inside a traceback (its exception line is cut off); innermost frame: "
                          f"{exc.where() or '?'}")

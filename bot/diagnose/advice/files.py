@@ -106,6 +106,13 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
                  f"{conflict.group(1)} so pip picks its own pins"], None)
     python = "the engine's python"
     steps: list[str] = []
+    if f.kind == "cut_import":
+        package = s.engine or "the engine's package"
+        return ([f"an import was failing where the tail ends ({f.cause.rsplit('started by ', 1)[-1]}): run "
+                 f"`python -c 'import {package}'` with {python} to see its error in full",
+                 "a source checkout that was never built or installed fails this way (no _version.py, no compiled "
+                 "extension: vLLM's \"No module named 'vllm._version'\" warning says so): install it (`pip install -e "
+                 ".`) or use a released wheel"], None)
     module = re.search(r"No module named '([\w.]+)'", text)
     if module:
         top = module.group(1).split(".")[0]

@@ -92,14 +92,18 @@ RULES: tuple[CrashRule, ...] = (
               "one request at the full context length needs more KV cache than is left", kind="context"),
     # ------------------------------------------------------------------ the engine process, the platform
     CrashRule("engine_died", "host_oom_killed",
-              _r(r"Engine core proc \S{1,80} died unexpectedly|EngineCore\S{0,80} died unexpectedly"
-                 r"|Worker proc \S{1,80} died unexpectedly"),  # (bounded: a 1 MB line of one token stays linear)
+              # (bounded: a 1 MB line of one token stays linear; the client's line is the next rule's)
+              _r(r"(?<!Engine core proc )EngineCore\S{0,80} died unexpectedly|Worker proc \S{1,80} died unexpectedly"),
               20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the "
               "host OOM killer)", any_level=True,  # (the executor logs a worker's death at WARNING in some releases)
-              # The client's monitor (v1/engine/core_client.py monitor_engine_cores) also logs it when the engine
-              # exits at the end of an offline script, outputs printed, nothing wrong (vllm-project/vllm#28838,
-              # #32468): from the line alone, that is the other reading.
-              kind="engine_gone", unsure=("none",)),
+              unsure=("other",)),
+    # The client's monitor (v1/engine/core_client.py monitor_engine_cores) logs the same when the engine exits first,
+    # also at the end of an offline script, outputs printed, nothing wrong (vllm-project/vllm#28838, #32468): from
+    # the line alone, that is the other reading. (The executor's own "Worker proc ... shutting down executor" is
+    # not logged at a normal shutdown: multiproc_executor.py monitors only while not shutting down.)
+    CrashRule("engine_client_monitor", "host_oom_killed", _r(r"Engine core proc \S{1,80} died unexpectedly"),
+              20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the "
+              "host OOM killer)", any_level=True, kind="engine_gone", unsure=("none",)),
     # No GPU visible to the process (e.g. a container started without --gpus): the INFO line, then the error.
     CrashRule("no_platform", "cuda_arch_or_driver",
               _r(r"No platform detected, vLLM is running on UnspecifiedPlatform|Failed to infer device type"), 78,
