@@ -54,6 +54,9 @@ class LogExcerpt(Frozen):
     kind: Literal["log_excerpt"] = "log_excerpt"
     lines: list[str]
     omitted: int = 0  # lines cut from this excerpt to keep it short
+    #: The answer to a person's `logs N` (not the follower's running excerpt): posted at once, always, and worded so
+    #: the thread tells the two apart.
+    requested: bool = False
 
 
 class Ready(Frozen):

@@ -398,7 +398,7 @@ async def test_thread_replies_status_logs_help_and_stop(bot: Harness) -> None:
     assert f"{MODEL} (ready, port {dep.port}, PID {dep.handle.pid})" in status.text
 
     await bot.reply("logs 5", thread_ts)
-    logs = await bot.wait_reply(thread_ts, "log: 5 lines")
+    logs = await bot.wait_reply(thread_ts, "logs: the last 5 lines")
     shown = next(b["text"]["text"] for b in logs.blocks if b["type"] == "section").strip("`\n").splitlines()
     log_lines = Path(dep.handle.log_path).read_text().splitlines()
     assert len(shown) == 5 and all(line in log_lines for line in shown)

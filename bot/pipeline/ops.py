@@ -214,7 +214,7 @@ class OpsMixin(PipelineBase):
             await thread.emit(Info(message=f"{dep.model} has no log yet"))
             return Outcome("done")
         tail = self.redact(await self.backend(dep.host).tail(dep.handle, 64 * 1024)).splitlines()
-        await thread.emit(LogExcerpt(lines=tail[-lines:], omitted=max(0, len(tail) - lines)))
+        await thread.emit(LogExcerpt(lines=tail[-lines:], omitted=max(0, len(tail) - lines), requested=True))
         return Outcome("done", dep)
 
     async def deployment_logs(self, dep: Deployment, thread: Thread, lines: int,
@@ -224,7 +224,8 @@ class OpsMixin(PipelineBase):
         if isinstance(tail, Outcome):
             return tail
         kept = tail.last(lines)
-        await thread.emit(LogExcerpt(lines=kept) if kept else Info(message=f"the log of {dep.model} is empty"))
+        await thread.emit(LogExcerpt(lines=kept, requested=True) if kept
+                          else Info(message=f"the log of {dep.model} is empty"))
         return Outcome("done", dep)
 
     async def diagnose_deployment(self, dep: Deployment, thread: Thread,

@@ -230,7 +230,10 @@ class SlackThread:
 
     async def _reply_for(self, event: Event) -> None:
         if isinstance(event, LogExcerpt):
-            if not (self._quiet_after_ready and self.board.steps["ready"].status == "done"):
+            if event.requested:
+                await self._drain_excerpts()  # (the follower's lines waiting to go out come before it)
+                await self.post(f"logs: the last {len(event.lines)} lines", excerpt_blocks(event.lines, event.omitted))
+            elif not (self._quiet_after_ready and self.board.steps["ready"].status == "done"):
                 self._queue_excerpt(event)
             return
         if isinstance(event, Crashed):
