@@ -105,7 +105,7 @@ async def _slash(bot: Harness, user: str, channel: str, text: str) -> str:
 def _answer_of(message: Any) -> str:
     """The text of a reply that answers a request (not the status message, which every request has)."""
     text = message.text or ""
-    return text if text.startswith(("🚫", "Approval needed", "ℹ️", "log:", "⏹️", "Diagnosis:", "❌", "❓")) else ""
+    return text if text.startswith(("🚫", "Approval needed", "ℹ️", "log:", "logs:", "⏹️", "Diagnosis:", "❌", "❓")) else ""
 
 
 async def _thread(bot: Harness, user: str, channel: str, thread_ts: str, text: str) -> str:
