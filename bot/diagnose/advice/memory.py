@@ -21,8 +21,7 @@ def advise_busy_gpu(f: Finding, s: PlanView) -> Advice:
     assert f.match is not None
     free_gib, total_gib = float(f.match.group(1)), float(f.match.group(2))
     # (the utilisation asked for is in the message unless it was wrapped before it; else the plan's, if known)
-    said = f.match.group(3) if f.match.re.groups >= 3 else None
-    asked = float(said) if said else s.mem_fraction
+    asked = float(f.match.group(3)) if f.match.group(3) else s.mem_fraction
     flag_mf = s.flag("mem_fraction")
     target = math.floor((free_gib / total_gib - 0.02) * 100) / 100
     weights_gib = s.weights_per_gpu / 2**30 if s.weights_per_gpu is not None else None

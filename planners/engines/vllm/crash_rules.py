@@ -52,6 +52,9 @@ _NOT_SUPPORTED = r"(?:is|are) (?:not|not yet|currently not) supported (?:by|in|o
 _NEW_RUNNER_CI = r"(?i:" + _NEW_RUNNER + ")"
 _FALLING_BACK = _r(r"Falling back to V0")
 _IMPORT_FAILED = r"Failed to import from [\w.]{1,80} with \w{0,40}Error|No module named '[\w.]{1,80}'"
+#: What the engine's death without a Python error most often is (the two monitors' lines below say no more).
+_DIED_UNSEEN = ("the vLLM engine process died without a Python error (killed from outside: most often the host OOM "
+                "killer)")
 
 RULES: tuple[CrashRule, ...] = (
     # ------------------------------------------------------------------ the KV cache
@@ -61,16 +64,14 @@ RULES: tuple[CrashRule, ...] = (
     # vLLM checks at start, before any weight loads, that the GPU has the memory its utilisation asks for; other
     # processes hold the rest. Not the KV cache (nothing is loaded yet): the taxonomy's "none of the above", as the
     # three collections that met it labelled it; the advice is the busy GPU's (advice/memory.py advise_busy_gpu).
+    # (Also the message wrapped by hand or by a console after "desired", vllm-project/vllm-ascend#14631: the
+    # utilisation is then not on the line, and the cause leaves out its parenthesis.)
     CrashRule("free_memory_startup", "other",
-              _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU "
-                 r"memory utilization \(([\d.]+)"),
+              _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired(?: GPU "
+                 r"memory utilization \(([\d.]+)|\s*$)"),
               82, 0.9, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
-              "--gpu-memory-utilization {2} asks for", kind="busy_gpu", unsure=("kv_cache_insufficient",)),
-    # ... the same message wrapped by hand or by a console after "desired" (vllm-project/vllm-ascend#14631)
-    CrashRule("free_memory_startup_wrapped", "other",
-              _r(r"Free memory on device(?: \S+)? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired\s*$"),
-              81, 0.85, "only {0} of {1} GiB is free on the GPU (other processes hold the rest), less than "
-              "--gpu-memory-utilization asks for", kind="busy_gpu", unsure=("kv_cache_insufficient",)),
+              "the share --gpu-memory-utilization asks for ({2})", kind="busy_gpu",
+              unsure=("kv_cache_insufficient",)),
     # (vllm/v1/worker/gpu_model_runner.py load_model: "Failed to load model - not enough GPU memory. Try lowering
     # --gpu-memory-utilization to free memory for weights")
     CrashRule("weights_no_room", "gpu_oom_weights",
@@ -94,16 +95,14 @@ RULES: tuple[CrashRule, ...] = (
     CrashRule("engine_died", "host_oom_killed",
               # (bounded: a 1 MB line of one token stays linear; the client's line is the next rule's)
               _r(r"(?<!Engine core proc )EngineCore\S{0,80} died unexpectedly|Worker proc \S{1,80} died unexpectedly"),
-              20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the "
-              "host OOM killer)", any_level=True,  # (the executor logs a worker's death at WARNING in some releases)
+              20, 0.45, _DIED_UNSEEN, any_level=True,  # (the executor logs it at WARNING in some releases)
               unsure=("other",)),
     # The client's monitor (v1/engine/core_client.py monitor_engine_cores) logs the same when the engine exits first,
     # also at the end of an offline script, outputs printed, nothing wrong (vllm-project/vllm#28838, #32468): from
     # the line alone, that is the other reading. (The executor's own "Worker proc ... shutting down executor" is
     # not logged at a normal shutdown: multiproc_executor.py monitors only while not shutting down.)
     CrashRule("engine_client_monitor", "host_oom_killed", _r(r"Engine core proc \S{1,80} died unexpectedly"),
-              20, 0.45, "the vLLM engine process died without a Python error (killed from outside: most often the "
-              "host OOM killer)", any_level=True, kind="engine_gone", unsure=("none",)),
+              20, 0.45, _DIED_UNSEEN, any_level=True, kind="engine_gone", unsure=("none",)),
     # No GPU visible to the process (e.g. a container started without --gpus): the INFO line, then the error.
     CrashRule("no_platform", "cuda_arch_or_driver",
               _r(r"No platform detected, vLLM is running on UnspecifiedPlatform|Failed to infer device type"), 78,
