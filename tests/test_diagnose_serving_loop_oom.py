@@ -36,3 +36,39 @@ def test_an_oom_the_request_loop_callback_reports_is_a_serving_oom() -> None:
 
 def test_the_same_oom_with_nothing_of_the_serving_loop_stays_a_start_up_oom() -> None:
     assert diagnose(f"ERROR 03-31 15:19:44 [worker.py:68] {OOM}\n").category == "gpu_oom_weights"
+
+
+def test_an_oom_under_the_offline_progress_bar_is_a_serving_oom() -> None:
+    # vllm/entrypoints/llm.py _run_engine: the tqdm bar "Processed prompts" starts once LLM(...) is built, so an OOM
+    # that the bar's line follows struck in generate(), not in loading (DeepSeek-OCR#91's shape, lines written fresh).
+    log = "\n".join([
+        '[rank0]:   File "/work/encoder.py", line 309, in forward',
+        "[rank0]:     attn_bias = (rel_h + rel_w).view(B, heads, -1)",
+        f"[rank0]: {OOM}",
+        "Processed prompts:   0%|          | 0/5 [00:00<?, ?it/s, est. speed input: 0.00 toks/s]",
+    ])
+    diagnosis = diagnose(log)
+    assert diagnosis.category == "other" and "while serving" in diagnosis.cause, diagnosis
+
+
+def test_an_oom_the_async_output_handler_reports_is_a_serving_oom() -> None:
+    # vllm/v1/engine/async_llm.py starts its output handler after the engine core reported ready.
+    log = "\n".join([
+        f"(EngineCore pid=112) ERROR 05-01 14:39:06 [core.py:1131] {OOM}",
+        "(APIServer pid=1) ERROR 05-01 14:39:06 [async_llm.py:699] AsyncLLM output_handler failed.",
+        "(APIServer pid=1) ERROR 05-01 14:39:06 [async_llm.py:699] Traceback (most recent call last):",
+    ])
+    diagnosis = diagnose(log)
+    assert diagnosis.category == "other" and "while serving" in diagnosis.cause, diagnosis
+
+
+def test_an_oom_in_a_requests_prompt_logprobs_is_a_serving_oom() -> None:
+    log = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 4308, in '
+        "_get_prompt_logprobs_dict",
+        "    logprobs = self.sampler.compute_logprobs(logits)",
+        OOM,
+    ])
+    diagnosis = diagnose(log)
+    assert diagnosis.category == "other" and "while serving" in diagnosis.cause, diagnosis

@@ -18,7 +18,13 @@ from bot.diagnose.types import LogLine
 #: within KV-cache setup, V0 profiles by calling execute_model), so the MOST SPECIFIC phase on the stack wins, in this
 #: order; outside a traceback, the nearest log line with a marker tells.
 _ENGINE_LOOP_GONE = (r"\bMQEngineDeadError\b|\bEngineDeadError\b|\bEngine loop is not running\b|\bBackground loop has errored"
-                     r"|\b_log_task_completion\b")
+                     r"|\b_log_task_completion\b"
+                     # Lines only a running server or generate() call prints, which may come out after the error:
+                     # the offline LLM's progress bar (vllm/entrypoints/llm.py _run_engine, tqdm desc "Processed
+                     # prompts"; LLM.generate starts only once the engine is built) and V1's AsyncLLM output handler
+                     # (vllm/v1/engine/async_llm.py, started once the engine core reported ready: "AsyncLLM
+                     # output_handler failed.")
+                     r"|\bProcessed prompts:|\boutput_handler failed")
 
 PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("graph", re.compile(
@@ -48,6 +54,8 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|Prefill batch(?: \[\d{1,12}\])?[.,]"
         r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
         r"|run_batch|event_loop_(?:normal|overlap)"
+        # (a request's prompt logprobs: vLLM V1 gpu_model_runner.py _get_prompt_logprobs_dict, only for a request)
+        r"|_get_prompt_logprobs"
         # (vLLM V1's engine-core loop runs only once the engine is up)
         r"|run_busy_loop|_process_engine_step"
         # (and the request handlers' modules log only for a request: vllm/entrypoints/openai/serving_*.py)
