@@ -53,6 +53,10 @@ _PY_LEVEL = re.compile(
     r"^-?\s*(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b(?::\s+|\s+-\s+|\s+)(?:[\w./-]+:\d+(?::|\s+--?)\s+)?"
 )
 _TORCH_LEVEL = re.compile(r"^\[([WEIF])(?:\d{4}\s[\d:.]+)?\s*[\w./-]*:\d+\]\s*")
+#: Google's logging (glog / absl) as C++ parts of a server print it, "E1216 02:12:49.624646 179 model.py:248] ...":
+#: Triton's Python backend that hosts vLLM, Mooncake's transfer engine, gRPC (github.com/google/glog, LogMessage's
+#: prefix "Lmmdd hh:mm:ss.uuuuuu threadid file:line]").
+_GLOG = re.compile(r"^([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)\.(\d{1,9})\s{1,8}\d{1,10} [\w./-]{1,200}:\d{1,7}\]\s*")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?:\s")
 #: A structured (JSON) log line's message field, as wrappers print them ({"level":...,"message":"..."}).
 _JSON_MESSAGE = re.compile(r'^\{?[^"]{0,8}(?:"[\w.-]{1,30}"\s*:\s*(?:"[^"]{0,80}"|[\w.-]{1,40})\s*,\s*){0,8}'
@@ -116,6 +120,12 @@ def normalize_line(line: str) -> NormalizedLine:
             if match.group(2):
                 stamp = stamp or ("md", f"{match.group(2)} {match.group(3)}.{(match.group(4) or '0'):0<6}")
             text = text[match.end():]
+        elif glog := _GLOG.match(text):
+            level = level or _LEVEL_NAMES[glog.group(1)]
+            stamp = stamp or ("md", f"{glog.group(2)}-{glog.group(3)} {glog.group(4)}.{glog.group(5)[:6]:0<6}")
+            text = text[glog.end():]
+            if text.startswith('"'):  # (Triton quotes its messages, newlines escaped: '"[vllm] Failed ...\\n"')
+                text = _json_unescape(text[1:])
         else:
             match = _PY_LEVEL.match(text) or _TORCH_LEVEL.match(text)
             if match:

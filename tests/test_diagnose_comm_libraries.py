@@ -46,3 +46,29 @@ def test_the_nccl_watchdog_reporting_another_kernel_s_crash_stays_a_kernel_crash
     log = ("[rank1]:[E302 10:02:11.551200914 ProcessGroupNCCL.cpp:1899] [PG ID 2 PG GUID 3 Rank 1] Process group "
            "watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered")
     assert diagnose(log).category == "other"
+
+
+def test_nccl_s_infiniband_verbs_refused_memory_is_the_transport_not_the_host_s_ram() -> None:
+    # nccl src/misc/ibvwrap.cc: the verbs' pinned memory is capped by the locked-memory limit, not by free RAM.
+    log = ("node-1:1234:5678 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+           "node-1:1234:5678 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot "
+           "allocate memory\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "nccl_error", result
+    assert any("ulimit -l unlimited" in step for step in result.next_steps), result.next_steps
+
+
+def test_nccl_s_infiniband_completion_in_error_and_a_missing_interface_are_nccl() -> None:
+    completion = ("node-1:1234:5678 [0] transport/net_ib.cc:1041 NCCL WARN NET/IB : Got completion from peer "
+                  "10.0.0.2<39876> with status=12 opcode=129 len=0 vendor err 129 (Recv) hca mlx5_0\n")
+    interface = "node-1:1234:5678 [0] bootstrap.cc:45 NCCL WARN Bootstrap : no socket interface found\n"
+    assert diagnose(completion, exit_code=1).category == "nccl_error"
+    assert diagnose(interface, exit_code=1).category == "nccl_error"
+
+
+def test_the_store_based_barrier_timing_out_is_a_collective_timeout() -> None:
+    # torch/distributed/distributed_c10d.py _store_based_barrier
+    log = ("RuntimeError: Timed out initializing process group in store based barrier on rank 1, for key: "
+           "store_based_barrier_key:1 (world_size=2, num_workers_joined=1, timeout=0:30:00)\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "nccl_error" and "timed out" in result.cause, result

@@ -53,6 +53,10 @@ def feed_all(reader: LogReader, text: str) -> list:
     ("(SGLangEngine pid=23901) [2026-01-04 01:42:54 TP0] Registering 0 cuda graph addresses",
      "Registering 0 cuda graph addresses", None),
     ("Loading shards:  50% | 1/2\rLoading shards: 100% | 2/2", "Loading shards: 100% | 2/2", None),
+    # glog's prefix (Triton's Python backend that hosts vLLM quotes its message, newlines escaped; Mooncake bare)
+    ('E1216 02:12:49.624646 179 model.py:248] "[vllm] Failed to start engine: NoneType: None\\n"',
+     "[vllm] Failed to start engine: NoneType: None", "ERROR"),
+    ("W1120 11:10:27.133715 203020 transfer_engine.cpp:305] Retrying handshake", "Retrying handshake", "WARNING"),
 ])
 def test_normalize_line_removes_launcher_and_engine_prefixes(raw, text, level):
     norm = normalize_line(raw)

@@ -83,6 +83,9 @@ ARGUMENT_RULES: tuple[Rule, ...] = (
             r"|(?:must|to|should) be divisible by (?:the )?(?:tensor[ _-]?parallel|tp"
             r"|\w{0,20}_tp_size\b|world[ _]size\b)"
             r"|not divisible by (?:the )?(?:tensor[ _-]?parallel|tp)|number of GPUs per node is not divisible"
+            # a kernel's block over a weight's slice ("size_k must divisible by BLOCK_SIZE_K", vLLM's MoE WNA16
+            # kernel csrc/moe/moe_wna16.cu; vllm-project/vllm#17604 at TP 4 and 8)
+            r"|\bsize_[nkm] must (?:be )?divisible by (?:BLOCK|TILE)_SIZE_[NKM]\b"
             # experts over expert parallelism, the taxonomy's "experts ... not divisible" ("num_experts=60 divisible
             # by the EP size 8", vllm 0.34.0 models/minimax_m3)
             r"|(?:\b|_)experts?\b[^\n]{0,40}\b(?:is |are |must be |to be )?(?:not )?divisible by (?:the )?(?:expert|ep)"

@@ -40,7 +40,10 @@ COMM_RULES: tuple[Rule, ...] = (
          _r(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage|ncclRemoteError"
             r"|DistBackendError"
             r"|NCCL WARN[^\n]{0,120}(?:error|fail|returned \d{1,3}\(|No route to host|refused"
-            r"|timed? ?out|unreachable)"),
+            r"|timed? ?out|unreachable"
+            # (no network interface to bootstrap or talk over: nccl src/bootstrap.cc "Bootstrap : no socket interface
+            # found", src/transport/net_socket.cc "NET/Socket : no interface found")
+            r"|no (?:socket )?interface found)"),
          58, 0.8, "NCCL (multi-GPU communication) failed", kind="nccl", any_level=True),
     # The engines' NCCL wrapper failing to dlopen the library, logged before it re-raises (vllm
     # distributed/device_communicators/pynccl_wrapper.py, SGLang's copy: "Failed to load NCCL library from %s. It is
@@ -85,9 +88,26 @@ COMM_RULES: tuple[Rule, ...] = (
     # NVSHMEM's own check format only (NCCL logs an optional verb it tries at INFO, "Call to ibv_set_ece failed").
     Rule("rdma_transport", "nccl_error",
          _r(r"\bnon-zero status: \d{1,5} ibv_\w{2,40} failed\b|NVSHMEM API called before NVSHMEM initialization"
-            r"|\bMooncake memory registration failed\b"),
-         58, 0.8, "the RDMA transport between GPUs or nodes (NVSHMEM / the KV transfer engine) failed", kind="rdma",
+            r"|\bMooncake memory registration failed\b"
+            # NCCL's own InfiniBand transport at WARN (nccl src/misc/ibvwrap.cc "Call to ibv_create_cq failed with
+            # error Cannot allocate memory": most often the locked-memory limit; src/transport/net_ib.cc a work
+            # completion in error, "NET/IB : Got completion from peer <addr> with status=12 opcode=...")
+            r"|NCCL WARN Call to ibv_\w{2,40} failed|NCCL WARN NET/IB ?: Got completion from peer \S{1,80} with "
+            r"(?:error|status=[1-9])"),
+         # (above nccl_error, whose NCCL WARN ... failed reads NCCL's verbs too without their locked-memory advice)
+         59, 0.8, "the RDMA transport between GPUs or nodes (NVSHMEM / NCCL's InfiniBand / the KV transfer engine) "
+         "failed", kind="rdma",
          any_level=True),
+    # The KV-cache transfer between disaggregated engines (vLLM's NixlConnector, Dynamo, llm-d) failing in NIXL or in
+    # the UCX transport under it: UCX's own log format ("[1754890927.298391] [host:270:0] ib_mlx5dv_md.c:1100 UCX
+    # ERROR mlx5_7: ibv_modify_qp(...) failed", openucx src/ucs/debug/log.c pads the level), NIXL's status codes
+    # (nixl_types.h NIXL_ERR_BACKEND, NIXL_ERR_NOT_FOUND, ...; the Python bindings raise nixl._bindings.nixl*Error)
+    # and its agent's own error (nixl_agent.cpp "registerMem: registration failed ..."). The collections file all
+    # seven such logs under other (a setup of the transfer, not NCCL's collectives), so NCCL is the alternative.
+    Rule("kv_transfer_failed", "other",
+         _r(r"\bUCX {1,3}ERROR\b|\bNIXL_ERR_[A-Z_]{2,30}\b|\bnixl_agent\.cpp:\d{1,6}\] \w{1,40}: [^\n]{0,120}\bfail"),
+         50, 0.5, "the KV-cache transfer between engines (NIXL over UCX) failed", kind="kv_transfer",
+         unsure=("nccl_error",), any_level=True),
     # NCCL's own error trace: its NCCLCHECK macros log "<file>.cc:<line> -> <code>" at INFO as a failing call
     # returns through the stack (nccl src/include/checks.h), and "Failed to CUDA calloc N bytes" when its buffers
     # do not fit (src/include/alloc.h).
@@ -103,6 +123,9 @@ COMM_RULES: tuple[Rule, ...] = (
          _r(r"Watchdog caught collective operation timeout|collective operation timeout|DistNetworkError"
             r"|Timed out after \d+ seconds waiting for clients|TCPStore[^\n]{0,80}(?:timeout|timed out)"
             r"|\bBarrier [\w ]{0,30}timed out"
+            # torch's store-based barrier of init_process_group (torch/distributed/distributed_c10d.py
+            # _store_based_barrier: "Timed out initializing process group in store based barrier on rank 1, ...")
+            r"|Timed out initializing process group in store based barrier"
             # torch's c10d store socket waiting for a peer that never came (torch/csrc/distributed/c10d/socket.cpp:
             # "[c10d] waitForInput: socket SocketImpl(...) timed out after 1800000ms", vllm-project/vllm-ascend#2248)
             r"|\[c10d\] waitForInput: socket\b[^\n]{0,300}\btimed out after \d{1,10} ?ms"),

@@ -127,6 +127,9 @@ GPU_RULES: tuple[Rule, ...] = (
     Rule("kernel_gpu_arch_unsupported", "cuda_arch_or_driver",
          _r(r"\.(?:hpp|cuh?|cpp|cc|h):\d{1,6}\)?:? Unsupported (?:GPU |CUDA |SM |device )?arch(?:itecture)?\b\.?\s*$"
             r"|\bUnsupported (?:GPU|CUDA|SM|device) arch(?:itecture)?\b"
+            # (a build script's lookup of the GPU's target: "Unknown GPU architecture: gfx1101. Supported
+            # architectures: [...]", ROCm builds of vLLM, vllm-project/legacy-rocm-build#5680)
+            r"|\bUnknown (?:GPU|CUDA|device|AMD GPU) arch(?:itecture)?:"
             # CuTe DSL's check of the target (cutlass.cute.nvgpu: "expects arch to be one of ['sm_120a'], but got
             # Arch.sm_121a")
             r"|\bexpects arch(?:itecture)? to be one of\b|\bbut got Arch\.sm_\d{2,3}\w?\b"

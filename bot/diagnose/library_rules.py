@@ -112,10 +112,29 @@ LIBRARY_RULES: tuple[Rule, ...] = (
     # torch.float16]", vllm-project/vllm#57713; "kv_cache_dtype fp8_e5m2 is not supported by the FlashAttention
     # backend").
     Rule("kv_cache_dtype_unsupported", "quantization_unsupported",
-         r(r"\bkv[_ ](?:cache[_ ])?(?:data[_ ]type|dtype):? '?([\w.]{1,40})'? (?:is )?(?:not supported|unsupported)\b"),
+         r(r"\bkv[_ ](?:cache[_ ])?(?:data[_ ]type|dtype):? '?([\w.]{1,40})'? (?:is )?(?:not supported|unsupported)\b"
+           # (an attention backend's own refusal in its own words: "FlashAttention V1 with FP8 KV cache not yet
+           # supported", vllm v1/attention/backends/flash_attn.py, vllm-project/vllm#14221, cut at "no" there)
+           r"|\bwith (?:an? )?(FP8|fp8|quantized) KV[ _-]?cache (?:is )?(?:not|no$)"),
          72,
          0.7, "the attention backend does not take this KV-cache dtype ({0})", kind="kv_dtype",
          unsure=("bad_argument",)),
+    # NumPy 2.0's own notices for what it removed (numpy/_expired_attrs_2_0.py: "`float_` was removed in the NumPy
+    # 2.0 release. Use `np.float64` instead."; the ndarray methods: "`newbyteorder` was removed from the ndarray
+    # class in NumPy 2.0. Use ..."): a package written for NumPy 1 (gguf's reader, vllm-project/vllm#16134) under
+    # NumPy 2.
+    Rule("numpy2_removed", "missing_dependency",
+         r(r"`([\w.]{1,60})` was removed (?:from the ndarray class )?in (?:the )?NumPy 2\.0\b"), 70, 0.75,
+         "a package written for NumPy 1.x calls {0}, which NumPy 2.0 removed: the installed NumPy is newer than "
+         "that package supports", kind="numpy2"),
+    # A C++ check (TORCH_CHECK) inside a quantized GEMM op failing on its inputs' types ("Expected a.dtype() ==
+    # torch::kInt8 to be true, but got false at torch.ops.C.cutlass_scaled_mm", vllm-project/vllm#25935: Blackwell's
+    # CUTLASS scaled_mm has no INT8 path): the checkpoint's quantization is not what this GPU's kernel takes.
+    Rule("quantized_op_check_failed", "quantization_unsupported",
+         r(r"Expected [^\n]{1,200}? to be true, but got false\b[^\n]{0,300}?\b(\w{0,20}(?:scaled_mm|marlin|gptq|awq"
+           r"|machete|fp8|fp4|int8|int4|w8a8)\w{0,20})\b"), 60, 0.55,
+         "the quantized kernel {0} refused its inputs: this checkpoint's quantization is not one its build for this "
+         "GPU takes", kind="gemm_arch", unsure=("other",)),
     Rule("extension_op_missing", "missing_dependency",
          r(r"_OpNamespace'? '?[\w.]{1,80}'? object has no attribute '(\w{1,80})'|No such operator ([\w:]{1,120})"),
          62, 0.6, "the engine's compiled extension has no op {0}{1}: a build for another platform, torch or CUDA",

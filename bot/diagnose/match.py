@@ -56,6 +56,7 @@ from bot.diagnose.own_death import monitor_line_alone, own_error_behind_kill
 from bot.diagnose.unknown import (SIGKILL_EXIT_CODES, engine_death, error_after_ready, import_behind_inspection,
                                   unrecognised)
 from bot.diagnose.version_check import engine_too_old
+from bot.diagnose.vocabulary_rules import CAPABILITY, QUANT_WORDS
 from bot.logevents import detect_engine_of
 from bot.models import Diagnosis, HostFacts, LaunchPlan
 from bot.redact import redact
@@ -136,6 +137,8 @@ def _scan(lines: list[LogLine], routine: set[int], rules: tuple[Rule, ...]) -> l
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 #: A parenthesis of the template that holds placeholders: "({1} tokens)", "({0}{1}{2})".
 _HOLDING_PARENS = re.compile(r" ?\(([^()]*\{\d+\}[^()]*)\)")
+#: ... and a closing ": {0}{1}" ("a model file is missing: {0}{1}" of a line that names no file).
+_HOLDING_TAIL = re.compile(r":? ((?:\{\d+\})+)$")
 
 
 def _format_cause(template: str, match: re.Match[str]) -> str:
@@ -147,6 +150,8 @@ def _format_cause(template: str, match: re.Match[str]) -> str:
     # A parenthesis whose every value is missing goes with them ("(the {1} tokens)" of a message cut before it).
     text = _HOLDING_PARENS.sub(lambda m: "" if all(missing(i) for i in _PLACEHOLDER.findall(m.group(1)))
                                else m.group(0), template)
+    text = _HOLDING_TAIL.sub(lambda m: "" if all(missing(i) for i in _PLACEHOLDER.findall(m.group(1)))
+                             else m.group(0), text)
 
     def value(m: re.Match[str]) -> str:
         index = int(m.group(1))
@@ -221,6 +226,13 @@ def _oom_by_milestone(finding: Finding, lines: list[LogLine], structure: TailStr
     finding.support.append(lines[before[-1].pos])
 
 
+#: A refusal of this GPU that names a quantization format is as much the format's on this GPU (the taxonomy's
+#: quantization_unsupported) as the GPU's: the collections file Triton's "type fp8e4nv not supported in this
+#: architecture" 7 times under one and twice under the other. Each verdict names the other then.
+_GPU_OR_FORMAT = {"cuda_arch_or_driver": ("quantization_unsupported", re.compile(QUANT_WORDS, re.IGNORECASE)),
+                  "quantization_unsupported": ("cuda_arch_or_driver", re.compile(CAPABILITY, re.IGNORECASE))}
+
+
 def _alternatives(finding: Finding, hits: list[_Hit], structure: TailStructure) -> list[str]:
     """Other categories the evidence also supports: competing hits close in strength, or, for an unrecognised
     crash, the areas of the engine its exception came from."""
@@ -230,6 +242,9 @@ def _alternatives(finding: Finding, hits: list[_Hit], structure: TailStructure) 
     if finding.category == "other":
         close += hinted_categories(structure)
     out: list[str] = list(finding.alternatives)  # the winning rule's own known ambiguity first
+    other_reading = _GPU_OR_FORMAT.get(finding.category)
+    if other_reading and finding.decisive is not None and other_reading[1].search(finding.decisive.text):
+        close.insert(0, other_reading[0])
     for category in close:
         if category != finding.category and category not in out:
             out.append(category)

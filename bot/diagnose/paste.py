@@ -21,7 +21,7 @@ import html
 import json
 import re
 
-from bot.logevents import PROCESS_TAG, RANK_TAG, strip_ansi
+from bot.logevents import PROCESS_TAG, RANK_TAG, normalize_line, strip_ansi
 
 #: One real entity is enough: logs do not write ``&lt;`` of their own.
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,6}|#x[0-9a-fA-F]{1,6});")
@@ -122,7 +122,12 @@ def _unsquash(line: str) -> list[str]:
     if body.count("\\n") < _MIN_ESCAPED_NEWLINES and not (body.endswith("\\n") and len(body) >= _MIN_OUTPUT):
         return [line]
     lines = _ESCAPE.sub(lambda match: _ESCAPED_VALUES[match.group(1)], body).split("\n")
-    return ([head.strip()] if head.strip() else []) + lines + ([tail.strip()] if re.search(r"\w", tail) else [])
+    prefix = head.strip()
+    if prefix and lines and not normalize_line(prefix).text:
+        # (a record's prefix alone, its level with it: Triton's glog 'E1216 ... model.py:248] "[vllm] Failed ...\n
+        # ..."' is an error of the first line's)
+        lines[0], prefix = f"{prefix} {lines[0]}", ""
+    return ([prefix] if prefix else []) + lines + ([tail.strip()] if re.search(r"\w", tail) else [])
 
 
 #: What comes right before a string literal's opening quote: a separator, or the ``b`` of a bytes repr.

@@ -107,12 +107,18 @@ RULES: tuple[Rule, ...] = ARGUMENT_RULES + (
             r"directory"),
          80, 0.85, "the model path is not a folder with a config.json, so it was taken for a Hub repo id",
          kind="path"),
+    # A .gguf file read as the model's JSON config: this engine build has no GGUF loader for the path it was given
+    # (vLLM's 0.5.4 release had none, its nightly did: vllm-project/vllm#1002).
+    Rule("gguf_read_as_config", "quantization_unsupported",
+         _r(r"It looks like the config file at '[^'\n]{0,400}\.gguf' is not a valid JSON"), 77, 0.6,
+         "the engine read the .gguf file as a JSON config: this build does not load GGUF files (a release with GGUF "
+         "support, or the original safetensors checkpoint)", kind="gguf", unsure=("model_files_missing_or_corrupt",)),
     Rule("file_missing", "model_files_missing_or_corrupt",
          _r(r"does not appear to have (?:a )?files? named ([\w./-]+)|No such file or directory: '([^']*(?:config\.json"
             r"|\.safetensors|\.bin|\.gguf|tokenizer[^']*))'|Cannot find any model weights|No model weights found"
             r"|can(?:no|')t find (?:the )?config(?:\.json| file)"
             r"|It looks like the config file at [^\n]{0,400} is not a valid JSON"),
-         75, 0.85, "a model file is missing: {0}", kind="path"),
+         75, 0.85, "a model file is missing: {0}{1}", kind="path"),
     Rule("checkpoint_unreadable", "model_files_missing_or_corrupt",
          _r(r"PytorchStreamReader failed reading zip archive|invalid load key|unexpected EOF while reading"),
          70, 0.8, "a checkpoint file is truncated or corrupt", kind="corrupt"),

@@ -94,7 +94,9 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # The OS refused memory (ENOMEM): host RAM ran out without the OOM killer firing (an mmap of a shard, a fork).
     Rule("host_enomem", "host_oom_killed", re.compile(NO_MEMORY + r"|\[Errno 12\]|ENOMEM"), 68, 0.75,
          "the OS refused to allocate host memory (ENOMEM): host RAM or its overcommit limit ran out", kind="enomem",
-         exclude=r(r"CUDA|cuda|GPU|device memory")),
+         # (not the InfiniBand verbs' ENOMEM: their pinned memory is capped by the locked-memory limit, an RDMA
+         # transport's failure, comm_rules.py rdma_transport)
+         exclude=r(r"CUDA|cuda|GPU|device memory|\bibv_\w{2,40}|NCCL WARN")),
     # A compiled module the loader refused, in a paste cut after "undefined symbol"
     # ("_C.cpython-310-x86_64-linux-gnu.so: undefined symbol"), and sgl-kernel's own loader giving up on every build
     # it ships (sgl_kernel/load_utils.py: "[sgl_kernel] CRITICAL: Could not load any common_ops library!").
@@ -220,8 +222,13 @@ SIGNAL_RULES: tuple[Rule, ...] = (
     # (transformers has its own rules; the engines' own modules are the engine's bug or a mismatched plugin.)
     Rule("package_lacks_attribute", "missing_dependency",
          r(r"^AttributeError: module '(?!transformers\b|vllm\b|sglang\b)([a-z_][\w]{0,40})(?:\.[\w.]{1,60})?' has no "
+           r"attribute '(\w{1,80})'"
+           # ... or an object of its compiled extension: Python names a class it defines bare ("'Foo' object"), an
+           # extension type by its module path ("'mooncake.store.MooncakeDistributedStore' object has no attribute
+           # 'is_batch_exist'", sgl-project/sglang#6836: a Mooncake without the API SGLang calls)
+           r"|^AttributeError: '(?!transformers\b|vllm\b|sglang\b)([a-z_]\w{0,40})\.[\w.]{1,80}' object has no "
            r"attribute '(\w{1,80})'"), 56, 0.6,
-         "the installed {0} has no {1}: its version is not the one this engine release expects", kind="module",
+         "the installed {0}{2} has no {1}{3}: its version is not the one this engine release expects", kind="module",
          unsure=("other",)),
     # libcuda / libnvidia-* are the driver's own user-space libraries: not loadable means no usable driver here.
     Rule("driver_library_missing", "cuda_arch_or_driver", DRIVER_LIBRARY_MISSING, 76, 0.8,

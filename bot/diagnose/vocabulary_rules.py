@@ -30,6 +30,8 @@ _QUANT = (r"(?:quantiz\w{0,12}|\bfp8(?!\d)|\bmxfp\d|\bMX\(FP\d\)|\bmxint\d|\bnvf
           r"|\bbitblas|\bhqq\b|\baqlm\b|\bqqq\b|\beetq\b|\bexl2\b|\btorchao\b|\bdeepspeedfp\b|\bfbgemm_fp8\b"
           r"|\bptpc_fp8\b|\bpetit_nvfp4\b|\bmodelslim\b|\bexperts_int8\b|\btpu_int8\b|\bfp_quant\b|\bw4afp8\b"
           r"|\bmxfp8\b)")
+#: (for the verdict's alternatives, bot/diagnose/match.py)
+QUANT_WORDS = _QUANT
 #: How a check says no.
 _REFUSE = (r"\b(?:not (?:yet |currently )?supported|unsupported|(?:does |do )?not support|only supports?"
            r"|not (?:yet )?implemented|is implemented only|requires?|Unknown|Invalid|expects?|cannot be used"

@@ -129,6 +129,16 @@ def advise_dependency(f: Finding, s: PlanView) -> Advice:
         package = PACKAGES.get(operator.group(1), operator.group(1))
         steps.append(f"{package} was built for another torch than the one installed (its compiled operators do not "
                      f"register): install the {package} release that matches the installed torch")
+    elif f.rule == "package_lacks_attribute" and f.match is not None:
+        top, attribute = f.match.group(1) or f.match.group(3), f.match.group(2) or f.match.group(4)
+        package = PACKAGES.get(top, top.replace("_", "-"))
+        steps.append(f"the installed {package} has no {attribute}: it is older or newer than this engine release "
+                     f"calls for; `pip show {package}` in the engine's environment says which is installed, and the "
+                     f"engine's requirements name the version to install")
+    elif f.kind == "numpy2":
+        steps.append("NumPy 2 removed an API a package here still calls (the traceback's innermost frame names it): "
+                     "upgrade that package to a NumPy 2 release, or pin NumPy 1 in the engine's environment "
+                     "(pip install 'numpy<2')")
     elif f.kind == "cann_package":
         steps.append("install the CANN operator kernel package (the Ascend-cann-kernels / opp_kernel package for this "
                      "NPU model and CANN version) next to the toolkit, source its set_env.sh (ASCEND_OPP_PATH) in the "

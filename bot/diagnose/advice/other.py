@@ -93,6 +93,11 @@ _FIXED_FIRST_STEPS: dict[str, str] = {
                          "start the cluster again; when a launcher runs the engine inside a Ray actor, give that actor "
                          "as many GPUs as the tensor-parallel size, or on one node use "
                          "--distributed-executor-backend mp",
+    "kv_transfer": "the KV-cache transfer (NIXL over UCX) between the prefill and decode engines failed: check the "
+                   "RDMA devices UCX may use (`ibv_devinfo`; UCX_NET_DEVICES names them), that GPU memory can be "
+                   "registered (the nvidia-peermem module or dma-buf; the locked-memory limit, `ulimit -l "
+                   "unlimited`), and that each engine reaches the other's address and side-channel port; "
+                   "UCX_LOG_LEVEL=debug names the failing call",
     # (a process that ended without an error line or exit status: bot/diagnose/ended.py)
     "vanished": "find what ended it on the host: `uptime` and `last -x reboot | head -3` (a restart), "
                 "`dmesg -T | grep -i -E 'killed process|out of memory'` (the OOM killer), the container runtime's or "
@@ -104,7 +109,7 @@ _FIXED_FIRST_STEPS: dict[str, str] = {
 
 #: Kinds whose cause is not an engine bug, so searching the engine's issue tracker is no step for them.
 _NO_SEARCH = frozenset({"transformers_too_new", "import_warning", "disk_full", "fd_limit", "proxy", "hang", "fork",
-                        "ray_gpus_reserved", "vanished", "clean_exit"})
+                        "ray_gpus_reserved", "vanished", "clean_exit", "kv_transfer"})
 
 
 def _first_step(f: Finding, s: PlanView) -> str:

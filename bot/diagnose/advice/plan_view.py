@@ -30,7 +30,8 @@ _ARGV_NAMES: dict[str, tuple[str, ...]] = {
 }
 PACKAGES = {"flash_attn": "flash-attn", "sgl_kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
              "vllm": "vllm", "sglang": "sglang", "transformers": "transformers", "triton": "triton",
-             "deep_gemm": "deep-gemm", "xformers": "xformers", "outlines": "outlines", "bitsandbytes": "bitsandbytes"}
+             "deep_gemm": "deep-gemm", "xformers": "xformers", "outlines": "outlines", "bitsandbytes": "bitsandbytes",
+             "mooncake": "mooncake-transfer-engine"}
 
 
 #: The class a Python exception line begins with ("ValueError: ", "pydantic_core._pydantic_core.ValidationError: ").
