@@ -55,3 +55,11 @@ def test_a_config_json_that_is_not_json_stays_a_model_file_and_names_no_empty_pa
     assert not result.cause.endswith(":"), result.cause
     named = diagnose("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/config.json'\n", exit_code=1)
     assert "/models/m/config.json" in named.cause, named.cause
+
+
+def test_a_mistral_format_config_that_is_not_there_is_a_model_file() -> None:
+    # vllm transformers_utils/config.py load_params_config
+    log = ("ValueError: Failed to load mistral 'params.json' config for model org/Model-24B. Please check if the model "
+           "is a mistral-format model and if the config file exists.\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "model_files_missing_or_corrupt" and "params.json" in result.cause, result

@@ -36,3 +36,17 @@ def test_an_extension_object_without_the_attribute_is_the_package_s_version() ->
 def test_a_python_class_without_the_attribute_stays_a_code_error() -> None:
     result = diagnose("AttributeError: 'RemotePrefillRequest' object has no attribute 'block_ids'\n", exit_code=1)
     assert result.category == "other", result
+
+
+def test_a_fallback_notice_for_a_missing_package_is_no_crash() -> None:
+    # vLLM 0.4's attention selector, at INFO, then it carries on with XFormers
+    log = (" Cannot use FlashAttention-2 backend because the flash_attn package is not found. Please install it for "
+           "better performance.\n Using XFormers backend.\n")
+    assert diagnose(log).category == "none"
+
+
+def test_a_module_that_needs_compiled_extensions_the_build_lacks_is_a_missing_dependency() -> None:
+    log = ("RuntimeError: Worker failed with error 'vllm.vllm_flash_attn requires the CUDA flash attention extensions "
+           "(_vllm_fa2_C or _vllm_fa3_C). On ROCm, use upstream flash_attn.', please check the stack trace above\n")
+    result = diagnose(log, exit_code=1)
+    assert result.category == "missing_dependency" and "_vllm_fa2_C" in result.cause, result

@@ -92,3 +92,25 @@ def test_a_line_in_markdown_emphasis_or_inline_code_reads_as_the_line() -> None:
     assert undo_paste("`ValueError: bad`") == [(1, "ValueError: bad")]
     # (marks inside a line are the line's own: an option quoted in a message, a product's **bold** name)
     assert undo_paste("use `--model` here\n**a** and **b**") == [(1, "use `--model` here"), (2, "**a** and **b**")]
+
+
+def test_inline_code_that_spans_lines_loses_only_its_unmatched_edge_marks() -> None:
+    # (a code span opened on the error's line and closed on the next, or closed after a traceback's last line)
+    assert undo_paste("`ConnectionError: can't be reached at 0.0.0.0:8000. Run `trl vllm-serve`.\n`") == [
+        (1, "ConnectionError: can't be reached at 0.0.0.0:8000. Run `trl vllm-serve`."), (2, "")]
+    assert undo_paste("    assert isinstance(config_dict, dict)\nAssertionError`") == [
+        (1, "    assert isinstance(config_dict, dict)"), (2, "AssertionError")]
+    assert undo_paste("a `b` c") == [(1, "a `b` c")]
+
+
+def test_an_ipython_traceback_frame_reads_as_python_s_own() -> None:
+    # IPython.core.ultratb's frame line (Jupyter, Colab): path:line, then the function with its arguments
+    frame = ("File ~/envs/rl/lib/python3.10/site-packages/vllm/v1/worker/gpu_model_runner.py:2874, in "
+             "GPUModelRunner._dummy_sampler_run(self, hidden_states)")
+    assert undo_paste(frame) == [(1, 'File "~/envs/rl/lib/python3.10/site-packages/vllm/v1/worker/gpu_model_runner.py", '
+                                     "line 2874, in GPUModelRunner._dummy_sampler_run")]
+    log = "\n".join(["INFO 11-01 23:47:29 [gpu_model_runner.py:3118] Graph capturing finished in 23 secs, took 2.28 GiB",
+                     "OutOfMemoryError                          Traceback (most recent call last)", frame,
+                     "   2873 try:"])
+    # (the frame below IPython's header, not the capture that finished above it, says where the OOM struck)
+    assert diagnose(log).category == "kv_cache_insufficient"

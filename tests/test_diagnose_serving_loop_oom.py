@@ -72,3 +72,15 @@ def test_an_oom_in_a_requests_prompt_logprobs_is_a_serving_oom() -> None:
     ])
     diagnosis = diagnose(log)
     assert diagnosis.category == "other" and "while serving" in diagnosis.cause, diagnosis
+
+
+def test_an_oom_while_the_ascend_runner_prepares_requests_is_a_serving_oom() -> None:
+    # vllm-ascend worker/model_runner_v1.py: execute_model -> _process_reqs (its dummy runs do not call it)
+    log = "\n".join([
+        '  File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 988, in _process_reqs',
+        "    self.attn_mask = self._make_attention_mask(",
+        "RuntimeError: NPU out of memory. Tried to allocate 23.16 GiB (NPU 3; 60.96 GiB total capacity; 53.27 GiB "
+        "already allocated)",
+    ])
+    diagnosis = diagnose(log)
+    assert diagnosis.category == "other" and "while serving" in diagnosis.cause, diagnosis

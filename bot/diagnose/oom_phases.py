@@ -54,8 +54,10 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|Prefill batch(?: \[\d{1,12}\])?[.,]"
         r"|Avg (?:prompt|generation) throughput|POST /v1/|POST /generate|forward_batch_generation|execute_model"
         r"|run_batch|event_loop_(?:normal|overlap)"
-        # (a request's prompt logprobs: vLLM V1 gpu_model_runner.py _get_prompt_logprobs_dict, only for a request)
-        r"|_get_prompt_logprobs"
+        # (a request's prompt logprobs: vLLM V1 gpu_model_runner.py _get_prompt_logprobs_dict, only for a request;
+        # vllm-ascend's model runner preparing the scheduled requests, worker/model_runner_v1.py _process_reqs, which
+        # its execute_model calls and its dummy runs do not)
+        r"|_get_prompt_logprobs|\b_process_reqs\b"
         # (vLLM V1's engine-core loop runs only once the engine is up)
         r"|run_busy_loop|_process_engine_step"
         # (and the request handlers' modules log only for a request: vllm/entrypoints/openai/serving_*.py)
@@ -113,11 +115,16 @@ _CHAINED = re.compile(r"The above exception was the direct cause of the followin
                       r"above exception, another exception occurred|^Traceback \(most recent call last\):$")
 
 
+_IPYTHON_HEADER = re.compile(r"^\w{1,80}\s{2,}Traceback \(most recent call last\)\s*$")
+
+
 def _chained_stack(lines: list[LogLine], pos: int) -> list[LogLine]:
     """The frames of the traceback below an OOM at ``pos``: the one it was chained into, or its own where the message
     was logged first; none when no traceback follows."""
     ahead = lines[pos + 1:pos + 4]
     start = next((at for at, line in enumerate(ahead, pos + 1) if _CHAINED.search(line.text)), None)
+    if _IPYTHON_HEADER.search(lines[pos].text):
+        start = pos  # (IPython prints the exception's class above its frames: "OutOfMemoryError   Traceback ...")
     if start is None:
         return []
     return [line for line in lines[start + 1:start + 1 + PHASE_LOOKBACK]

@@ -74,14 +74,31 @@ def undo_paste(text: str) -> list[tuple[int, str]]:
 #: (the normaliser's own patterns for those tags, bot/logevents.py)
 _WRAPPED = re.compile(r"^(\s{0,8}(?:" + RANK_TAG.pattern.lstrip("^") + "|" + PROCESS_TAG.pattern.lstrip("^") + r")?)"
                       r"(\*\*|__|`|\*|_)(?=\S)(.{1,4000}?)(?<=\S)\2\s*$")
-_FENCE = re.compile(r"^\s{0,8}(?:```|~~~)[\w+.-]{0,20}\s*$")
+_FENCE = re.compile(r"^\s{0,8}(?:```|~~~)[\w+.-]{0,20}\s*$|^\s{0,8}`\s*$")
+#: An inline-code mark that opens on one line and closes on another ("`ConnectionError: ... `trl vllm-serve`." then a
+#: line of "`"; a traceback that ends "AssertionError`"): the one unmatched backtick at the line's edge.
+_OPENING_TICK = re.compile(r"^(\s{0,8})`(?=\S)")
+_CLOSING_TICK = re.compile(r"(?<=\S)`(\s*)$")
+
+
+#: IPython's (Jupyter's, Colab's) frame line, "File ~/env/lib/.../gpu_model_runner.py:2874, in
+#: GPUModelRunner._dummy_sampler_run(self, hidden_states)" (IPython.core.ultratb), in Python's own shape so the
+#: traceback reads as one: 'File "~/env/lib/.../gpu_model_runner.py", line 2874, in GPUModelRunner._dummy_sampler_run'.
+_IPYTHON_FRAME = re.compile(r"^(\s{0,8})File ([~/.\w][^\s,]{0,400}\.py):(\d{1,7}), in ([\w.<>]{1,200})(?:\(.{0,2000})?$")
 
 
 def _unmarked(line: str) -> str:
     if _FENCE.match(line):
         return ""
+    if ipython := _IPYTHON_FRAME.match(line):
+        return f'{ipython.group(1)}File "{ipython.group(2)}", line {ipython.group(3)}, in {ipython.group(4)}'
     wrapped = _WRAPPED.match(line)
-    return wrapped.group(1) + wrapped.group(3) if wrapped and wrapped.group(2) not in wrapped.group(3) else line
+    if wrapped and wrapped.group(2) not in wrapped.group(3):
+        return wrapped.group(1) + wrapped.group(3)
+    if line.count("`") % 2:
+        opened = _OPENING_TICK.sub(r"\1", line, count=1)
+        return opened if opened != line else _CLOSING_TICK.sub(r"\1", line, count=1)
+    return line
 
 
 def _json_blob(text: str) -> str | None:

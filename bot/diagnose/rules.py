@@ -117,8 +117,12 @@ RULES: tuple[Rule, ...] = ARGUMENT_RULES + (
          _r(r"does not appear to have (?:a )?files? named ([\w./-]+)|No such file or directory: '([^']*(?:config\.json"
             r"|\.safetensors|\.bin|\.gguf|tokenizer[^']*))'|Cannot find any model weights|No model weights found"
             r"|can(?:no|')t find (?:the )?config(?:\.json| file)"
-            r"|It looks like the config file at [^\n]{0,400} is not a valid JSON"),
-         75, 0.85, "a model file is missing: {0}{1}", kind="path"),
+            r"|It looks like the config file at [^\n]{0,400} is not a valid JSON"
+            # (vLLM's reader of a Mistral-format checkpoint, transformers_utils/config.py load_params_config: "Failed
+            # to load mistral 'params.json' config for model X. Please check if the model is a mistral-format model
+            # and if the config file exists.")
+            r"|Failed to load \w{1,40} '([\w.-]{1,60})' config for model\b"),
+         75, 0.85, "a model file is missing: {0}{1}{2}", kind="path"),
     Rule("checkpoint_unreadable", "model_files_missing_or_corrupt",
          _r(r"PytorchStreamReader failed reading zip archive|invalid load key|unexpected EOF while reading"),
          70, 0.8, "a checkpoint file is truncated or corrupt", kind="corrupt"),

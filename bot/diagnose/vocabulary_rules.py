@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from bot.diagnose.optional import OPTIONAL_WORDS
 from bot.diagnose.setting_phrases import SETTING_PHRASES
 from bot.diagnose.types import GPU_GENERATIONS, Rule, r
 
@@ -188,10 +189,14 @@ VOCABULARY_RULES: tuple[Rule, ...] = (
            r"|" + _RAISED + r"(?![^\n]{0,200}?\battention\b)[^\n]{0,200}?\b(?:requires?|needs?) (?:the )?(?:"
            + _KERNEL_LIBRARIES + r")(?: \([\w.-]{1,40}\))?\.?\s*$"
            # an extension's bindings ("MORI UMBP Python bindings are unavailable", vllm 0.34.0 kv_connector/v1/umbp)
-           r"|\b(?:Python |C\+\+ |native )?(?:bindings|extension) (?:is|are) (?:unavailable|not available)\b"),
-         60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2})", kind="module",
-         # (a kernel library's own build cache missing a module is its JIT's, flashinfer's MissingJITCacheError)
-         exclude=r(r"JIT cache|MissingJITCacheError")),
+           r"|\b(?:Python |C\+\+ |native )?(?:bindings|extension) (?:is|are) (?:unavailable|not available)\b"
+           # ... or named as what a module needs ("vllm.vllm_flash_attn requires the CUDA flash attention extensions
+           # (_vllm_fa2_C or _vllm_fa3_C)", vllm vllm_flash_attn/__init__.py of a build without them)
+           r"|\brequires (?:the )?[\w -]{1,40} extensions? \((\w{1,40})"),
+         60, 0.7, "a package the engine checks for at start is not installed ({0}{1}{2}{3})", kind="module",
+         # (a kernel library's own build cache missing a module is its JIT's, flashinfer's MissingJITCacheError; an
+         # optional one the engine carries on without is no crash, bot/diagnose/optional.py)
+         exclude=r(r"JIT cache|MissingJITCacheError|" + OPTIONAL_WORDS)),
     # A check of the GPU's generation or compute capability ("Unsupported compute capability: 86. Supported: 9.x",
     # sglang jit_kernel/flash_attention; "X requires SM100", "only supports sm_90a"): the architecture's, unless the
     # feature refused is a quantization method, which the taxonomy files as "quantization method unsupported on this
