@@ -36,3 +36,10 @@ def test_a_message_that_names_the_capture_is_the_capture(message: str) -> None:
 def test_the_same_frames_without_those_words_are_not_the_capture() -> None:
     message = "RuntimeError: CUDA error: operation not supported on this device"
     assert diagnose("\n".join([*_FRAMES, message]) + "\n", exit_code=1).category != "cuda_graph_oom"
+
+
+def test_torch_npu_s_graph_capture_failing_is_a_failed_capture() -> None:
+    # torch_npu csrc/core/npu/NPUGraph.cpp over CANN's model-RI capture (vllm-project/vllm-ascend#11990's shape)
+    log = ("RuntimeError: NPUModelRunner failed, error is capture_begin:../torch_npu/csrc/core/npu/NPUGraph.cpp:230 NPU "
+           "function error: c10_npu::acl::AclmdlRICaptureBegin(capture_stream_, mode), error code is 207005\n")
+    assert diagnose(log, exit_code=1).category == "cuda_graph_oom"

@@ -205,6 +205,9 @@ RULES: tuple[Rule, ...] = ARGUMENT_RULES + (
             # failed", "Capture wait event failed" [FILE:capture_model_utils.cc / api_impl.cc], vllm-project/vllm-ascend
             # #9564: the driver could not allocate another capture stream)
             r"|\b(?:New|Create) capture stream failed\b|\bCapture wait event failed\b"
+            # (torch_npu's NPUGraph capture_begin over CANN's model-RI capture: "capture_begin:../torch_npu/csrc/core/
+            # npu/NPUGraph.cpp:230 NPU function error: c10_npu::acl::AclmdlRICaptureBegin(...)", vllm-ascend#11990)
+            r"|\bAclmdlRICapture(?:Begin|End)\b"
             r"|cudaErrorStreamCapture\w{1,40}"
             # the CUDA runtime's texts of the capture errors (cudaGetErrorString: 901 "operation failed due to a
             # previous error during capture", microsoft/vllm-windows#5; 906/907 name "a capturing (blocking) stream")

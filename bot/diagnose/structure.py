@@ -23,7 +23,19 @@ from bot.diagnose.types import LogLine
 from bot.diagnose.locale import KILLED
 
 _HEADER = re.compile(r"Traceback \(most recent call last\):?\s*$")
-_FRAME = re.compile(r'^File "([^"]{1,500})", line (\d+)(?:, in (\S{1,200}))?')
+#: (faulthandler's "line 77 in capture_begin" has no comma)
+_FRAME = re.compile(r'^File "([^"]{1,500})", line (\d+)(?:,? in (\S{1,200}))?')
+#: Stacks printed innermost first: Python's faulthandler after a fatal signal ("Fatal Python error: Segmentation
+#: fault", then "Stack (most recent call first):" or "Current thread 0x... (most recent call first):", CPython
+#: Python/traceback.c) and UCX's backtrace of a caught signal ("==== backtrace (tid:   4597) ====", openucx
+#: src/ucs/debug/debug.c).
+_NEWEST_FIRST = re.compile(r"^(?:Stack|(?:Current t|T)hread 0x[0-9a-f]{1,16}(?: \[[^\]\n]{0,60}\])?) \(most recent "
+                           r"call first\):\s*$|^=+ backtrace \(tid: {0,8}\d{1,10}\) =+$")
+#: A native frame of those backtraces: UCX's " 1 0x000000000004f03d ncclLaunchPrepare()  /src/enqueue.cc:574" and
+#: gdb's / glibc's "#3  0x00007f3c5f628350 in ncclLaunchPrepare () from /usr/lib/libnccl.so.2" (UCX's frame number
+#: may be gone: a paste reader takes a column of line numbers off, bot/diagnose/paste.py).
+_NATIVE_FRAME = re.compile(r"^(?:\d{1,3} {1,4})?0x[0-9a-f]{4,16} (\S{1,200}?)\(\)\s{1,8}(\S{1,400}?):\d{1,7}$"
+                           r"|^#\d{1,3}\s{1,4}0x[0-9a-f]{4,16} in (\S{1,200}?) \([^)\n]{0,200}\)(?: (?:from|at) (\S{1,400}))?")
 _CAUSE = re.compile(r"^The above exception was the direct cause of the following exception")
 _CONTEXT = re.compile(r"^During handling of the above exception, another exception occurred")
 #: An exception line right after frames: any dotted class name, then ": message" or nothing.
@@ -215,6 +227,14 @@ class _Stack:
     frames: list[Frame] = field(default_factory=list)
     frames_at: int = -1  # position of its last frame
     stack_at: int = -1  # position of its last frame or source line
+    newest_first: bool = False  # printed innermost first (faulthandler, a native backtrace): kept innermost last
+
+    def add(self, frame: Frame, pos: int) -> None:
+        if self.newest_first:
+            self.frames.insert(0, frame)
+        else:
+            self.frames.append(frame)
+        self.frames_at = self.stack_at = pos
 
 
 #: Which process printed a line: vLLM/Ray's "(Worker_TP1 pid=3928602)", torch's "[rank1]:", SGLang's "TP1".
@@ -254,20 +274,26 @@ def parse_structure(lines: list[LogLine]) -> TailStructure:
         tracing = line.code or text.startswith('File "') or "Traceback" in text or any(
             st.frames for st in stacks.values())
         stack = stacks.setdefault(_process_of(line) if tracing else "", _Stack())
-        if _HEADER.search(text):
-            stack.frames, stack.frames_at = [], pos
+        newest_first = _NEWEST_FIRST.search(text)
+        if newest_first or _HEADER.search(text):
+            stack.frames, stack.frames_at, stack.newest_first = [], pos, bool(newest_first)
             continue
         frame = _FRAME.match(text)
         if frame:
-            stack.frames.append(Frame(frame.group(1), frame.group(3) or ""))
-            stack.frames_at = stack.stack_at = pos
+            stack.add(Frame(frame.group(1), frame.group(3) or ""), pos)
+            continue
+        native = _NATIVE_FRAME.match(text)
+        if native:
+            stack.newest_first = stack.newest_first or not stack.frames  # (these come innermost first)
+            stack.add(Frame(native.group(2) or native.group(4) or "", native.group(1) or native.group(3)), pos)
             continue
         if _CAUSE.match(text) or _CONTEXT.match(text):
             chain = "cause" if _CAUSE.match(text) else "context"
             continue
         if line.code:
-            if stack.frames and not stack.frames[-1].code:
-                stack.frames[-1].code = text[:300]
+            latest = stack.frames[0 if stack.newest_first else -1] if stack.frames else None
+            if latest is not None and not latest.code:
+                latest.code = text[:300]
             stack.stack_at = pos
             continue
         found = _exception(text, stack, pos)
