@@ -1,8 +1,8 @@
 """Adversarial log lines for the patterns that read host text: find each pattern's slowest input, then make it big.
 
-Every compiled pattern of the modules that read engine logs (the diagnoser's rule tables, ``bot.logevents``,
-``bot.redact``) is collected by walking the modules, so a rule added later is checked without anyone listing it.
-For each pattern the candidate inputs are periodic lines built from its own literal fragments and from characters
+Every compiled pattern of the modules that read engine logs (the diagnoser's rule tables, ``bot.lognorm``,
+``bot.logevents``, ``bot.redact``) is collected by walking the modules, so a rule added later is checked without
+anyone listing it. For each pattern the candidate inputs are periodic lines built from its own literal fragments and from characters
 that the usual culprits (``[\\w-]+``, ``\\s*``, ``.*``) eat: a line such as ``"-" * n`` makes
 ``(--[\\w-]+)[^\\n]{0,120}\\b...`` try every split of the dashes from every start. The candidates are ranked by
 time on a short line (cheap) and the worst few are used at full size (1 MB) by the test and the benchmark.
@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - older Pythons
 #: Modules whose patterns run on text from a host (engine logs, tails): every module of the ``bot.diagnose`` package
 #: (the rule tables may grow new modules) plus the log normaliser/event reader, the redactor and every registered
 #: engine's log dialect and crash rules (``engine_modules``).
-FIXED_MODULES = ("bot.logfields", "bot.logevents", "bot.redact")
+FIXED_MODULES = ("bot.logfields", "bot.lognorm", "bot.logevents", "bot.redact")
 
 
 def engine_modules() -> list[str]:

@@ -2,10 +2,10 @@
 diagnosis answers by a deadline, off the event loop.
 
 The adversarial lines are built per pattern from its own fragments (tests/adversarial.py): every pattern of the
-diagnoser's tables (any ``bot.diagnose*`` module), of ``bot.logevents`` and of ``bot.redact`` is checked, including
-rules added later. The assertions are on results; a pattern that backtracks quadratically never returns from a
-1 MB line (the incompatible-flags rule took 20 s on 4 KB of dashes before it was fixed). How long each rule takes
-is measured in bench/bench_rules.py.
+diagnoser's tables (any ``bot.diagnose*`` module), of ``bot.lognorm``, ``bot.logevents`` and of ``bot.redact`` is
+checked, including rules added later. The assertions are on results; a pattern that backtracks quadratically never
+returns from a 1 MB line (the incompatible-flags rule took 20 s on 4 KB of dashes before it was fixed). How long each
+rule takes is measured in bench/bench_rules.py.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_the_tables_are_all_collected() -> None:
     assert "bot.diagnose.argument_rules.ARGUMENT_RULES[incompatible_flags].pattern" in names
     assert "bot.diagnose.rules.RULES[architecture_not_supported].pattern" in names
     assert "bot.diagnose.rules.FRAMING" in names
-    assert "bot.logevents._RAY_REPEAT" in names
+    assert "bot.lognorm._RAY_REPEAT" in names and "bot.lognorm._GLOG" in names
     assert "bot.redact._URL_PASSWORD" in names
     assert len(names) > 100
 

@@ -21,7 +21,7 @@ import html
 import json
 import re
 
-from bot.logevents import PROCESS_TAG, RANK_TAG, normalize_line, strip_ansi
+from bot.lognorm import PROCESS_TAG, RANK_TAG, normalize_line, strip_ansi
 
 #: One real entity is enough: logs do not write ``&lt;`` of their own.
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,6}|#x[0-9a-fA-F]{1,6});")

@@ -12,7 +12,8 @@ import re
 from bot.diagnose.paste import undo_paste
 from bot.diagnose.rules import ERROR_SHAPED, GENERIC_ERROR
 from bot.diagnose.types import LogLine
-from bot.logevents import LAUNCH_START, normalize_line
+from bot.logevents import LAUNCH_START
+from bot.lognorm import normalize_line
 
 FRAME = re.compile(r'^File "')
 _CODE_START = re.compile(r"^(?:raise|assert)\b|^[~^\s]+$")

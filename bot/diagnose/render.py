@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 
 from bot.diagnose.types import LogLine
-from bot.logevents import strip_ansi
+from bot.lognorm import strip_ansi
 from bot.models import Diagnosis, EvidenceLine, LaunchPlan, PlanOverrides
 from bot.redact import redact
 

@@ -26,7 +26,7 @@ from multiprocessing.pool import Pool
 from typing import Any
 
 from bot.diagnose.rules import GENERIC_ERROR
-from bot.logevents import normalize_line
+from bot.lognorm import normalize_line
 from bot.models import Diagnosis, EvidenceLine, HostFacts, LaunchPlan
 from bot.redact import redact
 from bot.tail import bound_text
