@@ -302,7 +302,7 @@ def parse_structure(lines: list[LogLine]) -> TailStructure:
             qualname, message, framed = found
             out.exceptions.append(RaisedException(qualname, message, pos, stack.frames if framed else [], previous,
                                                   chain if previous else None))
-            stack.frames, chain = [], None
+            stack.frames, stack.newest_first, chain = [], False, None
             continue
         exit_ = _exit_of(pos, text)
         if exit_ is not None:
