@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.diagnose import diagnose  # noqa: E402
-from tests.crashcorpus import CRASHLOGS, corpus  # noqa: E402
+from tests.crashcorpus import BLIND_ROUNDS as ROUNDS, CRASHLOGS, corpus  # noqa: E402
 
 BLIND = CRASHLOGS / "blind_labels.json"
 
@@ -32,8 +32,8 @@ def main() -> None:
     blind = json.loads(BLIND.read_text())
     for split in ("dev", "heldout"):
         entries = dict(corpus(split))
-        for round_ in ("first", "s-z", "aa-ad", "af-3j", "k-m", "n-t", "u-z", "3aa-ab", "ac-ah"):
-            names = [name for name, label in blind.items() if label["round"] == round_ and name in entries]
+        for round_ in ROUNDS + ("all",):  # ("all": every drawing together)
+            names = [name for name, label in blind.items() if round_ in ("all", label["round"]) and name in entries]
             rows = [(entries[name]["category"], blind[name], diagnose(entries[name]["log"]).category)
                     for name in names]
             agree = [row for row in rows if row[0] == row[1]["category"]]

@@ -20,6 +20,8 @@ from typing import Literal
 CRASHLOGS = Path(__file__).resolve().parent / "data" / "crashlogs"
 Split = Literal["dev", "heldout", "blind", "fresh", "aside"]
 APART = ("blind", "fresh", "aside")  # judged sets kept in folders of their own
+#: The drawings of the second, blind reading (crashlogs/blind_labels.json), in the order they were made (PROVENANCE.md).
+BLIND_ROUNDS = ("first", "s-z", "aa-ad", "af-3j", "k-m", "n-t", "u-z", "3aa-ab", "ac-ah", "3ai-4z")
 
 
 def corpus(split: Split) -> list[tuple[str, dict]]:
