@@ -44,7 +44,10 @@ def test_a_segfault_whose_native_backtrace_is_in_nccl_is_nccl_s() -> None:
         " 2 0x0000000000053d4b groupLaunch()  /build/nccl/src/group.cc:129",
         " 3 0x0000000000054f88 ncclGroupEndInternal()  /build/nccl/src/group.cc:418",
     ])
-    assert diagnose(log + "\n", exit_code=139).category == "nccl_error"
+    result = diagnose(log + "\n", exit_code=139)
+    assert result.category == "nccl_error", result
+    # (the frame that placed it is quoted beside the signal's line)
+    assert any("ncclLaunchPrepare()" in line.text for line in result.evidence[1:]), result.evidence
 
 
 def test_gdb_s_native_frames_are_read_innermost_last() -> None:

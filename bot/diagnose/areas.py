@@ -240,6 +240,22 @@ def place(finding: Finding, lines: list[LogLine], structure: TailStructure, spec
     finding.rule = f"area:{area.category}"
     unsure = ["other"] if second < MIN_SCORE else [AREAS[runner_up].category, "other"]
     finding.alternatives = unsure
+    if native:
+        _quote_placing_frame(finding, lines, chain, area)
+
+
+def _quote_placing_frame(finding: Finding, lines: list[LogLine], chain: list[RaisedException], area: Area) -> None:
+    """A native crash placed by its stack quotes the innermost frame that placed it beside the signal's line (a
+    segfault's "ncclLaunchPrepare()  /build/nccl/src/enqueue.cc:574"): that frame is why the area was named."""
+    if area.frames is None:
+        return
+    for frame in (frame for exc in chain for frame in exc.innermost(3)):
+        if not frame.function or not area.frames.search(f"{frame.path} {frame.function}"):
+            continue
+        line = next((line for line in lines if frame.function in line.text and line is not finding.decisive), None)
+        if line is not None and line not in finding.support:
+            finding.support.append(line)
+        return
 
 
 #: How many of the last lines are read for the error-shaped end.
