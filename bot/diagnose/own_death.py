@@ -65,20 +65,17 @@ def own_error_behind_kill(finding: Finding, lines: list[LogLine], exit_code: int
     return own
 
 
-#: vLLM's client monitor (v1/engine/core_client.py monitor_engine_cores, vLLM 0.11.0): logged whenever the engine
-#: process exits before the client, a kill and also the end of an offline script whose outputs were printed
-#: (vllm-project/vllm#28838, #32468).
-_CLIENT_MONITOR = re.compile(r"Engine core proc \S{1,80} died unexpectedly, shutting down client")
-
-
 def monitor_line_alone(finding: Finding, lines: list[LogLine]) -> Diagnosis | None:
     """A tail that is nothing but the client monitor's line: nothing says the engine was killed, or that anything
     ran wrong. Healthy as far as the log shows, the kill named as the alternative (a process known to be gone is
-    read by the caller as a death, never through here)."""
-    if finding.rule != "engine_client_monitor" or finding.decisive is None:
+    read by the caller as a death, never through here). vLLM's client monitor (v1/engine/core_client.py
+    monitor_engine_cores, vLLM 0.11.0) logs it whenever the engine process exits before the client: a kill, and also
+    the end of an offline script whose outputs were printed (vllm-project/vllm#28838, #32468)."""
+    if finding.rule != "engine_client_monitor" or finding.decisive is None or finding.match is None:
         return None
+    monitor = finding.match.re  # (the rule's own pattern: planners/engines/vllm/crash_rules.py)
     said = [line for line in lines if line.text.strip()]
-    if not said or not all(_CLIENT_MONITOR.search(line.text) for line in said):
+    if not said or not all(monitor.search(line.text) for line in said):
         return None
     return Diagnosis(
         category="none", confidence=0.4, alternatives=["host_oom_killed"],
