@@ -49,3 +49,20 @@ def test_cute_dsl_s_own_error_class_is_a_kernel_build() -> None:
            "cutlass.base_dsl.common.DSLUserCodeError:\n"
            "error[TYPE_UNSTABLE_JOIN]: `n_block` has type `None` on one path and `Int32` on another.\n")
     assert diagnose(log, exit_code=1).category == "jit_compile_failure"
+
+
+def test_a_traceback_cut_inside_importlib_is_a_package_that_did_not_import() -> None:
+    # importlib/__init__.py import_module -> <frozen importlib._bootstrap>: the module's own frame would come next
+    log = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/models/registry.py", line 410, in '
+        "_try_load",
+        "    module = importlib.import_module(mod_relname)",
+        '  File "/usr/lib/python3.12/importlib/__init__.py", line 90, in import_module',
+        "    return _bootstrap._gcd_import(name[level:], package, level)",
+        '  File "<frozen importlib._bootstrap>", line 1387, in _gcd_import',
+    ])
+    result = diagnose(log)
+    assert result.category == "missing_dependency" and "other" in result.alternatives, result
+    assert "models/registry.py (_try_load)" in result.cause, result.cause
+    assert any("python -c 'import" in step for step in result.next_steps), result.next_steps

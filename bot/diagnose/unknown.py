@@ -157,8 +157,7 @@ def _cut_traceback(lines: list[LogLine], structure: TailStructure | None) -> Fin
         # frame), most often a package missing or built for something else (a source tree never built: its
         # "No module named 'vllm._version'" warning above, 1Cat-vLLM#195); modest, the error itself is lost.
         caller = next((frame for frame in reversed(exc.frames) if not _IMPORT_MACHINERY.search(frame.path)), None)
-        where = f"{caller.path.rsplit('/', 2)[-2:][0]}/{caller.path.rsplit('/', 1)[-1]} ({caller.function})" \
-            if caller else "?"
+        where = f"{'/'.join(caller.path.split('/')[-2:])} ({caller.function})" if caller else "?"
         return Finding(category="missing_dependency", confidence=0.45, decisive=lines[pos], pos=pos,
                        alternatives=["other"], kind="cut_import",
                        cause=f"the tail ends inside an import (its exception line is cut off): a package did not "
