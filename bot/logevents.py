@@ -23,7 +23,7 @@ from pydantic import Field, TypeAdapter
 from bot.models import Frozen
 from bot.redact import redact
 from planners.engines import registry
-from planners.engines.base import LogDialect
+from planners.engines.logdialect import LogDialect
 
 from bot.lognorm import NormalizedLine, normalize_line
 # (the follower's and older callers' names, re-exported; the diagnoser imports bot.lognorm itself)

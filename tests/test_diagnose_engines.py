@@ -11,7 +11,8 @@ import pytest
 from bot.diagnose import diagnose
 from bot.diagnose.rules import RULES, rules_for
 from planners.engines import registry
-from planners.engines.base import CrashRule, Discovery, EngineBase, LogDialect
+from planners.engines.base import CrashRule, Discovery, EngineBase
+from planners.engines.logdialect import LogDialect
 from planners.engines.sglang.crash_rules import RULES as SGLANG_RULES
 from planners.engines.vllm.crash_rules import RULES as VLLM_RULES
 

@@ -13,7 +13,8 @@ from bot.parse.reader import parse_request
 from bot.simhost.captures import help_text
 from planners import argv as argv_
 from planners.engines import registry
-from planners.engines.base import Discovery, EngineBase, LogDialect
+from planners.engines.base import Discovery, EngineBase
+from planners.engines.logdialect import LogDialect
 
 
 def test_an_unknown_engine_name_is_refused_with_the_known_ones() -> None:

@@ -13,7 +13,8 @@ import pytest
 from bot.agents import modelfind
 from bot.simhost.hfcache import write_hf_cache_model
 from bot.simhost.modelfiles import write_model_folder
-from bot.store import MIGRATIONS, Store
+from bot.store import Store
+from bot.store_schema import MIGRATIONS
 
 
 @pytest.fixture(autouse=True)

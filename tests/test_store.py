@@ -8,7 +8,8 @@ import sqlite3
 
 from bot.handles import ProcessHandle
 from bot.models import Deployment, LaunchPlan, utcnow
-from bot.store import MIGRATIONS, Store
+from bot.store import Store
+from bot.store_schema import MIGRATIONS
 
 
 def make_plan(**kw) -> LaunchPlan:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..base import LogDialect
+from ..logdialect import LogDialect
 
 #: Lines only SGLang prints (paths and message texts), used when the engine is not given.
 FINGERPRINT = re.compile(

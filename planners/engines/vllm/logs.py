@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..base import UVICORN_RUNNING, LogDialect
+from ..logdialect import UVICORN_RUNNING, LogDialect
 
 #: Lines only vLLM prints (paths, process prefixes and message texts), used when the engine is not given.
 FINGERPRINT = re.compile(
