@@ -173,14 +173,7 @@ def _model_spec(config: dict[str, Any]) -> ModelSpec:
     dtype, dtype_bytes = _dtype(look)
     kinds, window = _layer_kinds(look, layers, text_type)
 
-    num_experts = look.int("num_experts", "n_routed_experts", "num_local_experts", default=0) or 0
-    top_k = look.int("num_experts_per_tok", "moe_topk", "num_experts_per_token")
-    moe_inter = look.int("moe_intermediate_size", default=inter if num_experts else None)
-    n_shared = look.int("n_shared_experts", "num_shared_experts", default=0) or 0
-    shared_inter = look.int("shared_expert_intermediate_size")
-    moe_flags = _moe_layers(look, layers, num_experts)
-
-    mla_rank = look.int("kv_lora_rank")
+    moe, moe_flags = _moe_fields(look, layers, inter)
     mtp_layers = look.int("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers")
     stores_embeddings = (text_type or "") in MTP_STORES_EMBEDDINGS_TYPES or bool(
         look.get("mtp_use_dedicated_embeddings", default=False)
@@ -204,23 +197,9 @@ def _model_spec(config: dict[str, Any]) -> ModelSpec:
         layer_kinds=kinds,
         sliding_window=window if "sliding" in kinds else None,
         attn_output_gate=bool(look.get("attn_output_gate", default=False)),
-        kv_lora_rank=mla_rank,
-        q_lora_rank=look.int("q_lora_rank") if mla_rank else None,
-        qk_rope_head_dim=look.int("qk_rope_head_dim") if mla_rank else None,
-        qk_nope_head_dim=look.int("qk_nope_head_dim") if mla_rank else None,
-        v_head_dim=look.int("v_head_dim") if mla_rank else None,
-        num_experts=num_experts,
-        experts_per_token=top_k if num_experts else None,
-        moe_intermediate_size=moe_inter if num_experts else None,
-        num_shared_experts=n_shared,
-        shared_expert_intermediate_size=shared_inter,
-        moe_layers=sum(moe_flags),
-        linear_num_key_heads=look.int("linear_num_key_heads") if "linear" in kinds else None,
-        linear_num_value_heads=look.int("linear_num_value_heads") if "linear" in kinds else None,
-        linear_key_head_dim=look.int("linear_key_head_dim") if "linear" in kinds else None,
-        linear_value_head_dim=look.int("linear_value_head_dim") if "linear" in kinds else None,
-        linear_conv_kernel_dim=look.int("linear_conv_kernel_dim") if "linear" in kinds else None,
-        mamba_ssm_dtype=look.get("mamba_ssm_dtype") if "linear" in kinds else None,
+        **_mla_fields(look),
+        **moe,
+        **_linear_fields(look, kinds),
         vision=_vision(config, hidden),
         mtp_layers=mtp_layers,
         mtp_stores_embeddings=stores_embeddings,
@@ -230,6 +209,38 @@ def _model_spec(config: dict[str, Any]) -> ModelSpec:
     )
     fields["params"] = _count_params(fields, look, moe_flags)
     return ModelSpec(**fields)
+
+
+def _mla_fields(look: Lookup) -> dict[str, Any]:
+    """Multi-head latent attention's ranks and head sizes (DeepSeek-style), all None for a model without MLA."""
+    rank = look.int("kv_lora_rank")
+    names = ("q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+    return {"kv_lora_rank": rank} | {name: look.int(name) if rank else None for name in names}
+
+
+def _moe_fields(look: Lookup, layers: int, inter: int) -> tuple[dict[str, Any], list[bool]]:
+    """The experts' counts and sizes, and which layers hold experts (a dense model: no experts, all False)."""
+    num_experts = look.int("num_experts", "n_routed_experts", "num_local_experts", default=0) or 0
+    top_k = look.int("num_experts_per_tok", "moe_topk", "num_experts_per_token")
+    moe_inter = look.int("moe_intermediate_size", default=inter if num_experts else None)
+    moe_flags = _moe_layers(look, layers, num_experts)
+    return {
+        "num_experts": num_experts,
+        "experts_per_token": top_k if num_experts else None,
+        "moe_intermediate_size": moe_inter if num_experts else None,
+        "num_shared_experts": look.int("n_shared_experts", "num_shared_experts", default=0) or 0,
+        "shared_expert_intermediate_size": look.int("shared_expert_intermediate_size"),
+        "moe_layers": sum(moe_flags),
+    }, moe_flags
+
+
+def _linear_fields(look: Lookup, kinds: list[AttentionKind]) -> dict[str, Any]:
+    """Linear-attention (Gated DeltaNet / Mamba-style) layer sizes, all None for a model with none of those layers."""
+    linear = "linear" in kinds
+    names = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+             "linear_conv_kernel_dim")
+    return {name: look.int(name) if linear else None for name in names} | {
+        "mamba_ssm_dtype": look.get("mamba_ssm_dtype") if linear else None}
 
 
 def _moe_layers(look: Lookup, layers: int, num_experts: int) -> list[bool]:

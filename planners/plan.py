@@ -11,6 +11,7 @@ hybrid-model settings, the engine's argv, and finally every flag checked against
 from __future__ import annotations
 
 from bot.config import AppConfig, HostConfig, Policy
+from bot.host_facts import ModelFolder
 from bot.models import DRAFTER_KINDS, DeployRequest, HostFacts, LaunchPlan, PlanFailure, PlanOverrides, Risk
 
 from . import compat, memory
@@ -34,24 +35,11 @@ def make_plan(
     if not request.model:
         return PlanFailure(reason="no model named: say which model to start")
     asked = _asked(request, overrides)
-    folder = facts.model
-    if folder is None or not folder.exists or folder.name != request.model:
-        available = ", ".join(facts.models_available[:12]) or "none found"
-        return PlanFailure(
-            reason=f"no model folder {request.model} under {host.models_dir} on {facts.host}",
-            nearest=f"models on {facts.host}: {available}",
-        )
-    if folder.config is None:
-        return PlanFailure(reason=f"could not read {folder.path}/config.json: {folder.config_error or 'missing'}")
-    if is_dedicated(folder.config):
-        kind = drafter_kind(folder.config) or "drafter"
-        return PlanFailure(
-            reason=f"{request.model} is a {KIND_LABEL.get(kind, kind)} (by its config.json): it drafts for another "
-            "model and is not served on its own",
-            nearest=f"start its target model 'with {kind} drafter {request.model}'",
-        )
+    folder = _servable_folder(request, facts, host)
+    if isinstance(folder, PlanFailure):
+        return folder
     try:
-        spec = model_spec(folder.config)
+        spec = model_spec(folder.config or {})
     except ConfigError as exc:
         return PlanFailure(reason=f"{folder.path}/config.json: {exc}")
     if not facts.gpus:
@@ -62,15 +50,9 @@ def make_plan(
     checkpoint, weight_notes = memory.weight_bytes(spec, folder)
     if asked.speculative == "ngram":  # in the request's vocabulary (issue 16), not planned yet: never dropped
         return PlanFailure(reason="n-gram speculation is not planned yet", nearest="with MTP, or with a drafter")
-    drafter: Drafter | None = None
-    if asked.speculative in DRAFTER_KINDS:
-        chosen_drafter = choose_drafter(
-            asked.speculative, request.draft_model, asked.model, spec, facts.drafters,
-            host.drafter_names(asked.model), facts.host,
-        )  # fmt: skip
-        if isinstance(chosen_drafter, PlanFailure):
-            return chosen_drafter
-        drafter = chosen_drafter
+    drafter = _drafter_asked(asked, request, spec, facts, host)
+    if isinstance(drafter, PlanFailure):
+        return drafter
     port = _choose_port(asked.port, facts, policy)
     if isinstance(port, PlanFailure):
         return port
@@ -92,6 +74,46 @@ def make_plan(
     engines = _engine_order(ctx)
     if isinstance(engines, PlanFailure):
         return engines
+    return _first_engine_that_plans(ctx, engines)
+
+
+def _drafter_asked(
+    asked: Asked, request: DeployRequest, spec: ModelSpec, facts: HostFacts, host: HostConfig
+) -> Drafter | PlanFailure | None:
+    """The drafter a drafter-kind speculation asked for (or why none serves), None when none was asked."""
+    if asked.speculative not in DRAFTER_KINDS:
+        return None
+    return choose_drafter(
+        asked.speculative, request.draft_model, asked.model, spec, facts.drafters,
+        host.drafter_names(asked.model), facts.host,
+    )  # fmt: skip
+
+
+def _servable_folder(request: DeployRequest, facts: HostFacts, host: HostConfig) -> ModelFolder | PlanFailure:
+    """The probed model folder, or why it cannot be planned: absent, another folder, no readable config, a drafter."""
+    folder = facts.model
+    if folder is None or not folder.exists or folder.name != request.model:
+        available = ", ".join(facts.models_available[:12]) or "none found"
+        return PlanFailure(
+            reason=f"no model folder {request.model} under {host.models_dir} on {facts.host}",
+            nearest=f"models on {facts.host}: {available}",
+        )
+    if folder.config is None:
+        return PlanFailure(reason=f"could not read {folder.path}/config.json: {folder.config_error or 'missing'}")
+    if is_dedicated(folder.config):
+        kind = drafter_kind(folder.config) or "drafter"
+        return PlanFailure(
+            reason=f"{request.model} is a {KIND_LABEL.get(kind, kind)} (by its config.json): it drafts for another "
+            "model and is not served on its own",
+            nearest=f"start its target model 'with {kind} drafter {request.model}'",
+        )
+    return folder
+
+
+def _first_engine_that_plans(
+    ctx: PlanContext, engines: list[tuple[Engine, str | None, str]]
+) -> LaunchPlan | PlanFailure:
+    """The first engine in order that gives a plan, saying why the ones before it did not; else every refusal."""
     failures: list[tuple[str, PlanFailure]] = []
     for engine, version, why in engines:
         result = plan_with_engine(ctx, engine, version, why)
