@@ -18,3 +18,15 @@ def test_every_blind_label_names_a_corpus_log_and_a_taxonomy_category() -> None:
     assert all(label["category"] in allowed for label in labels.values())
     assert all(label["second"] in allowed | {""} for label in labels.values())
     assert {label["round"] for label in labels.values()} == set(BLIND_ROUNDS)
+
+
+def test_the_third_reading_covers_exactly_the_logs_the_first_two_labels_disagree_on() -> None:
+    """A third blind label (third_labels.json) for every log whose corpus and blind labels differed when it was
+    drawn, and for no other: a majority of three readers is then defined for each disputed log."""
+    third = json.loads((CRASHLOGS / "third_labels.json").read_text())
+    blind = json.loads((CRASHLOGS / "blind_labels.json").read_text())
+    entries = {name: entry for split in ("dev", "heldout") for name, entry in corpus(split)}
+    allowed = categories()
+    disputed = {name for name, label in blind.items() if label["category"] != entries[name]["category"]}
+    assert set(third) == disputed
+    assert all(label["category"] in allowed and label["second"] in allowed | {""} for label in third.values())
